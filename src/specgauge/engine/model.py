@@ -1,0 +1,245 @@
+"""A Llama-architecture decoder (RMSNorm, RoPE, grouped-query attention, SwiGLU) in Hugging Face layout.
+
+Parameter names match ``transformers``' ``LlamaForCausalLM`` so a checkpoint directory
+(``config.json`` + ``model.safetensors``) loads either way. ``forward`` is the full-sequence
+causal pass used by training and by reference tests; the engine's cached decode path builds on
+the same modules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """The subset of a Hugging Face Llama ``config.json`` that the architecture needs."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    max_position_embeddings: int = 2048
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = True
+    head_dim: int | None = None
+    rope_scaling: dict | None = None
+    bos_token_id: int | None = None
+    eos_token_id: int | list[int] | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def head_size(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "LlamaConfig":
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        values = {k: raw[k] for k in known if k in raw}
+        values.setdefault("num_key_value_heads", raw.get("num_attention_heads"))
+        return cls(**values, extra={k: v for k, v in raw.items() if k not in known})
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in asdict(self).items() if k != "extra" and v is not None}
+        out.update(self.extra)
+        out.setdefault("architectures", ["LlamaForCausalLM"])
+        out.setdefault("model_type", "llama")
+        out.setdefault("hidden_act", "silu")
+        out.setdefault("torch_dtype", "float32")
+        return out
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(dtype)
+
+
+def rope_inv_freq(config: LlamaConfig) -> torch.Tensor:
+    """Inverse frequencies, with Llama-3 style ``rope_scaling`` applied when the config has it."""
+    dim = config.head_size
+    inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    scaling = config.rope_scaling or {}
+    if scaling.get("rope_type", scaling.get("type")) == "llama3":
+        factor = scaling["factor"]
+        low, high = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+        old_len = scaling.get("original_max_position_embeddings", 8192)
+        wavelen = 2 * math.pi / inv_freq
+        low_wavelen, high_wavelen = old_len / low, old_len / high
+        smooth = (old_len / wavelen - low) / (high - low)
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        mid = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+        is_mid = (wavelen <= low_wavelen) & (wavelen >= high_wavelen)
+        inv_freq = torch.where(is_mid, mid, scaled)
+    return inv_freq.float()
+
+
+def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin for integer ``positions`` of any shape → (*positions.shape, head_dim)."""
+    angles = positions.to(inv_freq.dtype).unsqueeze(-1) * inv_freq  # (..., D/2)
+    emb = torch.cat([angles, angles], dim=-1)  # (..., D)
+    return emb.cos(), emb.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate ``x`` (..., D) by cos/sin broadcastable to it (half-split convention of HF Llama)."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = config.head_size
+        h = config.hidden_size
+        self.q_proj = nn.Linear(h, self.num_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(h, self.num_kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(h, self.num_kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.num_heads * self.head_dim, h, bias=False)
+
+    def project_qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+        """x (B, T, h) → q (B, Hq, T, D), k and v (B, Hkv, T, D), RoPE applied to q and k."""
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (B, 1, T, D)
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Full causal self-attention over x (B, T, h)."""
+        b, t, _ = x.shape
+        q, k, v = self.project_qkv(x, cos, sin)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.num_kv_heads != self.num_heads)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.self_attn = LlamaAttention(config)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp = LlamaMLP(config)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(LlamaDecoderLayer(config) for _ in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+
+class LlamaForCausalLM(nn.Module):
+    """Llama decoder with an LM head; parameter names as in ``transformers``."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.model = LlamaModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        aux_layers: tuple[int, ...] = (),
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Causal pass over input_ids (B, T) → logits (B, T, V) and the *inputs* of the layers
+        listed in ``aux_layers`` (each (B, T, h); EAGLE-3 reads three of them)."""
+        _, t = input_ids.shape
+        positions = torch.arange(t, device=input_ids.device).unsqueeze(0)  # (1, T)
+        cos, sin = rope_cos_sin(self.inv_freq, positions)  # (1, T, D)
+        x = self.model.embed_tokens(input_ids)  # (B, T, h)
+        aux: list[torch.Tensor] = []
+        for index, layer in enumerate(self.model.layers):
+            if index in aux_layers:
+                aux.append(x)
+            x = layer(x, cos, sin)
+        return self.lm_head(self.model.norm(x)), aux
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())
+
+
+def load_model(path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> LlamaForCausalLM:
+    """Load ``config.json`` + ``model.safetensors`` (or sharded ``model-*.safetensors``) from a directory."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    config = LlamaConfig.from_dict(json.loads((path / "config.json").read_text()))
+    with torch.device("meta"):
+        model = LlamaForCausalLM(config)
+    shards = sorted(path.glob("model*.safetensors"))
+    if not shards:
+        raise FileNotFoundError(f"no model*.safetensors in {path}")
+    state: dict[str, torch.Tensor] = {}
+    for shard in shards:
+        state.update(load_file(str(shard), device="cpu"))
+    state = {k: v.to(dtype) for k, v in state.items() if not k.endswith("rotary_emb.inv_freq")}
+    if config.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    model.load_state_dict(state, strict=False, assign=True)
+    if config.tie_word_embeddings:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    missing = [n for n, p in model.named_parameters() if p.is_meta]
+    if missing:
+        raise ValueError(f"checkpoint {path} lacks parameters: {missing[:5]}")
+    model.inv_freq = rope_inv_freq(config)
+    return model.to(device).eval()
+
+
+def save_model(model: LlamaForCausalLM, path: str | Path, dtype: torch.dtype | None = None) -> None:
+    """Write ``config.json`` and ``model.safetensors`` (tied lm_head omitted, as HF does)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    if dtype is not None:
+        state = {k: v.to(dtype) for k, v in state.items()}
+    save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+    config = model.config.to_dict()
+    if dtype is not None:
+        config["torch_dtype"] = str(dtype).removeprefix("torch.")
+    (path / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")

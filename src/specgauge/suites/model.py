@@ -1,0 +1,136 @@
+"""The suite model: a named, versioned, content-hashed list of benchmark requests.
+
+Identity is ``name@version`` plus the sha256 of the suite's canonical JSON (sorted keys, no
+whitespace, requests in order), so any edit to any request changes the hash and starts a new
+lineage. Stored as JSONL: one header line (``{"suite": {...}}``) then one request a line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from specgauge.errors import UserError
+
+
+class ChatMessage(BaseModel):
+    """One OpenAI-style chat message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+
+
+class SuiteRequest(BaseModel):
+    """One benchmark request: chat ``messages`` or a raw ``prompt`` (exactly one of them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    messages: tuple[ChatMessage, ...] | None = None
+    prompt: str | None = None
+    max_tokens: int = Field(default=128, ge=1)
+    domain: str = "general"
+    source: str = "builtin"
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _one_of_messages_or_prompt(self) -> "SuiteRequest":
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("a request needs exactly one of 'messages' or 'prompt'")
+        if self.messages is not None and not self.messages:
+            raise ValueError("'messages' is empty")
+        return self
+
+    def canonical(self) -> dict:
+        """The request as plain JSON data, omitting unset optional fields."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class Suite(BaseModel):
+    """A named, versioned list of requests; ``content_hash`` is derived, never stored by hand."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    version: int = Field(default=1, ge=1)
+    description: str = ""
+    requests: tuple[SuiteRequest, ...]
+    source_mix: dict[str, float] | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON of the requests (name, version and mix excluded)."""
+        body = json.dumps([r.canonical() for r in self.requests], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+    def domains(self) -> list[str]:
+        return sorted({r.domain for r in self.requests})
+
+    def header(self) -> dict:
+        head = {"name": self.name, "version": self.version, "description": self.description,
+                "content_hash": self.content_hash, "num_requests": len(self.requests)}
+        if self.source_mix is not None:
+            head["source_mix"] = self.source_mix
+        return head
+
+
+def write_suite_jsonl(suite: Suite, path: str | Path) -> None:
+    """Write ``suite`` as JSONL: a header line, then one request a line."""
+    path = Path(path)
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps({"suite": suite.header()}, sort_keys=True) + "\n")
+        for request in suite.requests:
+            out.write(json.dumps(request.canonical(), sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def read_suite_jsonl(path: str | Path, *, name: str | None = None) -> Suite:
+    """Read a suite JSONL file; the header line is optional (then ``name`` or the file stem names it).
+
+    A bad line raises :class:`UserError` naming the file and line number.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read suite file {path}: {exc}") from None
+    header: dict = {}
+    requests: list[SuiteRequest] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        if not requests and not header and isinstance(obj, dict) and set(obj) == {"suite"}:
+            header = obj["suite"]
+            continue
+        try:
+            requests.append(SuiteRequest.model_validate(obj))
+        except Exception as exc:  # pydantic ValidationError: keep it to one line
+            msg = str(exc).splitlines()
+            detail = "; ".join(m.strip() for m in msg[1:3]) if len(msg) > 1 else str(exc)
+            raise UserError(f"{path}:{lineno}: bad request ({detail})") from None
+    if not requests:
+        raise UserError(f"{path}: the suite has no requests")
+    suite = Suite(
+        name=header.get("name") or name or path.stem,
+        version=int(header.get("version", 1)),
+        description=header.get("description", ""),
+        requests=tuple(requests),
+        source_mix=header.get("source_mix"),
+    )
+    stored = header.get("content_hash")
+    if stored and stored != suite.content_hash:
+        raise UserError(f"{path}: content hash in the header ({stored[:12]}) does not match the requests "
+                        f"({suite.content_hash[:12]}): the file was edited; bump its version")
+    return suite
