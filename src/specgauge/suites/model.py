@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -50,6 +50,18 @@ class SuiteRequest(BaseModel):
         """The request as plain JSON data, omitting unset optional fields."""
         return self.model_dump(mode="json", exclude_none=True)
 
+    @property
+    def content_hash(self) -> str:
+        """sha256 of this request's canonical JSON (the unit :func:`Suite.content_hash` is built from)."""
+        body = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+    def text(self) -> str:
+        """The prompt as plain text: ``prompt``, or the message contents joined by blank lines."""
+        if self.prompt is not None:
+            return self.prompt
+        return "\n\n".join(m.content for m in self.messages or ())
+
 
 class Suite(BaseModel):
     """A named, versioned list of requests; ``content_hash`` is derived, never stored by hand."""
@@ -61,6 +73,8 @@ class Suite(BaseModel):
     description: str = ""
     requests: tuple[SuiteRequest, ...]
     source_mix: dict[str, float] | None = None
+    # How the suite was made (e.g. the training-data builder's found/sampled counts); not hashed.
+    build_info: dict[str, Any] | None = None
 
     @property
     def ref(self) -> str:
@@ -73,13 +87,20 @@ class Suite(BaseModel):
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
     def domains(self) -> list[str]:
+        """The distinct domain tags, sorted."""
         return sorted({r.domain for r in self.requests})
+
+    def request_hashes(self) -> list[str]:
+        """Each request's content hash, in order (what a content diff between versions compares)."""
+        return [r.content_hash for r in self.requests]
 
     def header(self) -> dict:
         head = {"name": self.name, "version": self.version, "description": self.description,
                 "content_hash": self.content_hash, "num_requests": len(self.requests)}
         if self.source_mix is not None:
             head["source_mix"] = self.source_mix
+        if self.build_info is not None:
+            head["build_info"] = self.build_info
         return head
 
 
@@ -122,13 +143,20 @@ def read_suite_jsonl(path: str | Path, *, name: str | None = None) -> Suite:
             raise UserError(f"{path}:{lineno}: bad request ({detail})") from None
     if not requests:
         raise UserError(f"{path}: the suite has no requests")
-    suite = Suite(
-        name=header.get("name") or name or path.stem,
-        version=int(header.get("version", 1)),
-        description=header.get("description", ""),
-        requests=tuple(requests),
-        source_mix=header.get("source_mix"),
-    )
+    if not isinstance(header, dict):
+        raise UserError(f"{path}:1: the 'suite' header must be an object")
+    stem_name, _, stem_version = path.stem.partition("@")
+    try:
+        suite = Suite(
+            name=header.get("name") or name or stem_name,
+            version=int(header.get("version", stem_version if stem_version.isdigit() else 1)),
+            description=header.get("description", ""),
+            requests=tuple(requests),
+            source_mix=header.get("source_mix"),
+            build_info=header.get("build_info"),
+        )
+    except (ValueError, TypeError) as exc:  # pydantic ValidationError is a ValueError
+        raise UserError(f"{path}:1: bad suite header ({' '.join(str(exc).split())[:200]})") from None
     stored = header.get("content_hash")
     if stored and stored != suite.content_hash:
         raise UserError(f"{path}: content hash in the header ({stored[:12]}) does not match the requests "
