@@ -1,0 +1,123 @@
+"""Turn one imported record (a JSON object, a table row, a CSV row) into a :class:`SuiteRequest`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from specgauge.errors import UserError
+from specgauge.suites.chat_templates import ROLE_ALIASES
+from specgauge.suites.model import ChatMessage, SuiteRequest
+
+# MT-bench's eight categories, mapped onto the built-in suites' domains.
+MT_BENCH_DOMAINS = {"writing": "chat", "roleplay": "chat", "extraction": "chat", "reasoning": "reasoning",
+                    "math": "reasoning", "coding": "coding", "stem": "encyclopedic", "humanities": "encyclopedic"}
+MAX_TOKENS_FLOOR, MAX_TOKENS_CEILING = 16, 2048
+
+
+@dataclass(frozen=True)
+class ImportDefaults:
+    """What a record does not say: its domain, ``max_tokens`` and source tag."""
+
+    domain: str | None = None      # forces the domain of every request when set
+    max_tokens: int = 256
+    source: str = "import"
+
+
+def request_from_record(record: Any, where: str, defaults: ImportDefaults, flavor: str = "generic") -> SuiteRequest:
+    """One request from ``record``: ``messages`` | ``conversations`` (ShareGPT) | ``turns`` (MT-/Spec-Bench)
+    | ``prompt``. ``flavor`` is ``generic``, ``mtbench`` or ``specbench`` (how ``category`` becomes the domain).
+
+    A trailing assistant reply is dropped and sets ``max_tokens`` (about 4 characters a token)."""
+    if not isinstance(record, dict):
+        raise UserError(f"{where}: expected an object, got {type(record).__name__}")
+    messages: list[ChatMessage] | None = None
+    prompt: str | None = None
+    max_tokens = record.get("max_tokens")
+    if record.get("messages") is not None or record.get("conversations") is not None:
+        raw = record.get("messages") if record.get("messages") is not None else record.get("conversations")
+        messages = _messages(raw, where)
+        if messages and messages[-1].role == "assistant":
+            reply = messages.pop()
+            max_tokens = max_tokens or _clamp(len(reply.content) // 4)
+        if not any(m.role != "assistant" and m.content.strip() for m in messages):
+            raise UserError(f"{where}: no user or system message to send")
+    elif record.get("turns") is not None:
+        turns = record["turns"]
+        if not isinstance(turns, list) or not turns or not isinstance(turns[0], str) or not turns[0].strip():
+            raise UserError(f"{where}: 'turns' must be a non-empty list of strings")
+        # Later turns need the model's own answer to the first, so only the first turn is sent.
+        messages = [ChatMessage(role="user", content=turns[0])]
+    elif record.get("prompt") is not None:
+        prompt = record["prompt"]
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise UserError(f"{where}: 'prompt' must be a non-empty string")
+    else:
+        keys = ", ".join(sorted(map(str, record))) or "none"
+        raise UserError(f"{where}: a record needs 'messages', 'conversations', 'turns' or 'prompt' (found: {keys})")
+    return SuiteRequest(
+        messages=tuple(messages) if messages is not None else None,
+        prompt=prompt,
+        max_tokens=_max_tokens(max_tokens, defaults.max_tokens, where),
+        domain=defaults.domain or _domain(record, flavor),
+        source=str(record.get("source") or defaults.source),
+        notes=_notes(record, flavor),
+    )
+
+
+def _messages(raw: Any, where: str) -> list[ChatMessage]:
+    if not isinstance(raw, list) or not raw:
+        raise UserError(f"{where}: messages must be a non-empty list")
+    messages = []
+    for position, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise UserError(f"{where}: message {position} is not an object")
+        role_name = item.get("role", item.get("from"))
+        role = ROLE_ALIASES.get(str(role_name).lower())
+        if role is None:
+            raise UserError(f"{where}: message {position} has an unknown role {role_name!r}")
+        content = item.get("content", item.get("value"))
+        if isinstance(content, list):  # OpenAI content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if not isinstance(content, str):
+            raise UserError(f"{where}: message {position} has no text content")
+        messages.append(ChatMessage(role=role, content=content))
+    return messages
+
+
+def _domain(record: dict, flavor: str) -> str:
+    category = record.get("domain") or record.get("category")
+    if not category:
+        return "general"
+    category = str(category)
+    if flavor == "mtbench" and not record.get("domain"):
+        return MT_BENCH_DOMAINS.get(category, category)
+    return category
+
+
+def _notes(record: dict, flavor: str) -> str | None:
+    if record.get("notes"):
+        return str(record["notes"])
+    if flavor in {"mtbench", "specbench"}:
+        parts = [f"{flavor} question {record.get('question_id', '?')}", f"category {record.get('category', '?')}"]
+        turns = record.get("turns") or []
+        if len(turns) > 1:
+            parts.append(f"{len(turns) - 1} later turn(s) not sent")
+        return "; ".join(parts)
+    return None
+
+
+def _max_tokens(value: Any, default: int, where: str) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: max_tokens must be an integer, got {value!r}") from None
+    if number < 1:
+        raise UserError(f"{where}: max_tokens must be at least 1, got {number}")
+    return number
+
+
+def _clamp(tokens: int) -> int:
+    return min(max(tokens, MAX_TOKENS_FLOOR), MAX_TOKENS_CEILING)
