@@ -46,6 +46,7 @@ class ReferenceSource:
     domain: str
     weight: float
     texts: tuple[str, ...]
+    request_hashes: frozenset[str] = frozenset()   # for suites used as references: left out per prompt
 
 
 @dataclass(frozen=True)
@@ -134,16 +135,18 @@ def references_from_suite(suite: Suite) -> list[ReferenceSource]:
     return [ReferenceSource(d, d, len(t) / total, tuple(t)) for d, t in sorted(by_domain.items())]
 
 
-def builtin_references(exclude_hash: str) -> list[ReferenceSource]:
-    """The built-in domain suites as outside references (weight 0), minus the suite being checked."""
+def builtin_references() -> list[ReferenceSource]:
+    """The built-in domain suites as outside references (weight 0). A prompt that is itself one of a
+    reference's requests is scored with that request left out (leave-one-out), so checking a
+    built-in suite does not match it against itself."""
     references = []
     for name in REFERENCE_DOMAINS:
         try:
             suite = load_suite(name)
         except UserError:
             continue
-        if suite.content_hash != exclude_hash:
-            references.append(ReferenceSource(f"builtin:{name}", name, 0.0, tuple(r.text() for r in suite.requests)))
+        references.append(ReferenceSource(f"builtin:{name}", name, 0.0, tuple(r.text() for r in suite.requests),
+                                          frozenset(suite.request_hashes())))
     return references
 
 
@@ -151,14 +154,17 @@ class UnigramModel:
     """Add-½ smoothed unigram model of a reference's units."""
 
     def __init__(self, counts: Counter, vocabulary_size: int) -> None:
-        total = sum(counts.values())
-        denominator = total + SMOOTHING * vocabulary_size
-        self.log_probs = {unit: math.log((c + SMOOTHING) / denominator) for unit, c in counts.items()}
-        self.unseen = math.log(SMOOTHING / denominator)
+        self.counts, self.total, self.vocabulary_size = counts, sum(counts.values()), vocabulary_size
 
-    def mean_log_likelihood(self, counts: Counter) -> float:
+    def mean_log_likelihood(self, counts: Counter, leave_out: bool = False) -> float:
+        """Mean log-probability of the units in ``counts``; ``leave_out`` first removes them from the model."""
         n = sum(counts.values()) or 1
-        return sum(c * self.log_probs.get(u, self.unseen) for u, c in counts.items()) / n
+        denominator = math.log(self.total - (n if leave_out else 0) + SMOOTHING * self.vocabulary_size)
+        total = 0.0
+        for unit, c in counts.items():
+            seen = self.counts.get(unit, 0) - (c if leave_out else 0)
+            total += c * (math.log(max(seen, 0) + SMOOTHING) - denominator)
+        return total / n
 
 
 def jensen_shannon(p: dict, q: dict) -> float:
@@ -198,17 +204,19 @@ def check_suite(suite: Suite, training: list[ReferenceSource], against: str,
         raise UserError(f"{against}: nothing to compare against (no samples)")
     unit, unitize = make_unitizer(tokenizer)
     prompts = [unitize(r.text()) for r in suite.requests]
-    outside = builtin_references(suite.content_hash)
+    outside = builtin_references()
     training_units = {r.name: [unitize(t) for t in r.texts] for r in training}
     outside_units = {r.name: [unitize(t) for t in r.texts] for r in outside}
     vocabulary = {u for lists in (*training_units.values(), *outside_units.values(), prompts) for us in lists for u in us}
     models = {name: UnigramModel(Counter(u for us in lists for u in us), len(vocabulary) + 1)
               for name, lists in {**training_units, **outside_units}.items()}
     domain_of = {r.name: r.domain for r in (*training, *outside)}
+    contains = {r.name: r.request_hashes for r in (*training, *outside)}
     nearest_source, looks_like = [], []
-    for units in prompts:
+    for units, request_hash in zip(prompts, suite.request_hashes()):
         counts = Counter(units)
-        scores = {name: model.mean_log_likelihood(counts) for name, model in models.items()}
+        scores = {name: model.mean_log_likelihood(counts, leave_out=request_hash in contains[name])
+                  for name, model in models.items()}
         nearest_source.append(max(training_units, key=lambda n: scores[n]))
         looks_like.append(domain_of[max(scores, key=lambda n: scores[n])])
     weights = {r.name: r.weight for r in training}
