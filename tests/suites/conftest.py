@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,10 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from synthetic import train_tiny_tokenizer, write_token_jsonl_dir  # noqa: E402
-
-SOURCE_COUNTS = {"code_stdlib": 30, "agentic_tools": 20, "prose_docs": 10}
-DUPLICATES_PER_SOURCE = 3
+from suite_fixtures import (DUPLICATES_PER_SOURCE, SOURCE_COUNTS, train_tiny_tokenizer,  # noqa: E402
+                            write_token_jsonl_dir)
 
 
 @pytest.fixture(scope="session")
@@ -34,8 +31,3 @@ def training_dir(tmp_path_factory, tokenizer_path) -> Path:
     return write_token_jsonl_dir(tmp_path_factory.mktemp("data"), tokenizer_path, SOURCE_COUNTS,
                                  duplicates=DUPLICATES_PER_SOURCE)
 
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m specgauge`` with a timeout."""
-    return subprocess.run([sys.executable, "-m", "specgauge", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)

@@ -6,8 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_cli
-from synthetic import conversation, tokenize_conversation
+from suite_fixtures import conversation, run_cli, tokenize_conversation
 
 
 def _assert_one_line_error(result, *fragments):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
+from suite_fixtures import run_cli
 
 from specgauge.suites.builtin_source import render_all
 from specgauge.suites.registry import BUILTIN_DIR, builtin_suites, load_suite

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from suite_fixtures import run_cli
 
 from specgauge.suites.check import check_suite, jensen_shannon, references_from_dir
 from specgauge.suites.model import Suite

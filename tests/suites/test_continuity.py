@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import run_cli
+from suite_fixtures import run_cli
 
 from specgauge.errors import UserError
 from specgauge.suites.continuity import diff_suites, require_same_suite

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic import conversation, tokenize_conversation
+from suite_fixtures import conversation, tokenize_conversation
 
 from specgauge.suites.training_data import BuildOptions, build_suite_from_training_data
 

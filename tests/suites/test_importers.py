@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
+from suite_fixtures import run_cli
 
 from specgauge.suites.importers import detect_format, import_suite
 from specgauge.suites.model import read_suite_jsonl

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DUPLICATES_PER_SOURCE, SOURCE_COUNTS, run_cli
-from synthetic import conversation, tokenize_conversation
+from suite_fixtures import DUPLICATES_PER_SOURCE, SOURCE_COUNTS, conversation, run_cli, tokenize_conversation
 
 from specgauge.suites.model import read_suite_jsonl
 from specgauge.suites.training_data import (BuildOptions, allocate, build_suite_from_training_data, is_held_out,

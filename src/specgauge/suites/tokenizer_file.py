@@ -44,7 +44,7 @@ class TokenizerFile:
 
 def load_tokenizer(path: str | Path) -> TokenizerFile:
     """Load ``path``: a ``tokenizer.json`` file or a directory holding one."""
-    require_extra("engine", "tokenizers")
+    require_extra("data", "tokenizers")
     from tokenizers import Tokenizer
 
     path = Path(path)
