@@ -9,7 +9,7 @@ import pytest
 from suite_fixtures import run_cli
 
 from specgauge.errors import UserError
-from specgauge.suites.continuity import diff_suites, require_same_suite
+from specgauge.suites.continuity import diff_suites, require_same_suite, suite_record
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest, write_suite_jsonl
 from specgauge.suites.registry import load_suite
 
@@ -64,8 +64,9 @@ def test_require_same_suite_refuses_unless_allowed():
     diff = require_same_suite(old.header(), new, allow_change=True)
     assert not diff.same and diff.added_content is None  # a header alone carries no per-request hashes
     assert require_same_suite(old, _tiny(1, ["a", "b"]), allow_change=False).same
-    detailed = require_same_suite({**old.header(), "request_hashes": old.request_hashes()}, new, allow_change=True)
-    assert detailed.changed_positions == (1,)
+    detailed = require_same_suite(suite_record(old), new, allow_change=True)
+    assert detailed.changed_positions == (1,) and len(detailed.added_content) == 1
+    assert "1 added, 1 removed by content" in detailed.summary()
 
 
 def test_old_versions_stay_loadable_beside_new_ones(tmp_path, monkeypatch):

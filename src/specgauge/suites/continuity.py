@@ -56,6 +56,13 @@ class SuiteDiff:
         return f"{head}: " + ", ".join(parts)
 
 
+def suite_record(suite: Suite) -> dict[str, Any]:
+    """What a run should store about its suite: name, version, content hash, size and the per-request
+    hashes (so a later :func:`diff_suites` can say which requests changed, not only that some did)."""
+    return {"name": suite.name, "version": suite.version, "content_hash": suite.content_hash,
+            "num_requests": len(suite.requests), "request_hashes": suite.request_hashes()}
+
+
 def _old_side(old: Suite | dict[str, Any]) -> tuple[str, str, int, list[str] | None]:
     if isinstance(old, Suite):
         return old.ref, old.content_hash, len(old.requests), old.request_hashes()
