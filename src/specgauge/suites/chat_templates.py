@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from specgauge.errors import UserError
 from specgauge.suites.model import ChatMessage
 
 # Roles the suite model accepts, and the other names templates use for them.
@@ -19,6 +21,28 @@ ROLE_ALIASES = {
     "assistant": "assistant", "gpt": "assistant", "model": "assistant", "chatgpt": "assistant", "bard": "assistant",
     "tool": "tool", "ipython": "tool", "function": "tool", "observation": "tool", "tool_response": "tool",
 }
+
+
+def messages_from_dicts(raw: Any, where: str) -> list[ChatMessage]:
+    """OpenAI (``role``/``content``) or ShareGPT (``from``/``value``) message dicts → :class:`ChatMessage`;
+    role names are mapped with :data:`ROLE_ALIASES`, OpenAI content parts joined. Bad input names ``where``."""
+    if not isinstance(raw, list) or not raw:
+        raise UserError(f"{where}: messages must be a non-empty list")
+    messages = []
+    for position, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise UserError(f"{where}: message {position} is not an object")
+        role_name = item.get("role", item.get("from"))
+        role = ROLE_ALIASES.get(str(role_name).lower())
+        if role is None:
+            raise UserError(f"{where}: message {position} has an unknown role {role_name!r}")
+        content = item.get("content", item.get("value"))
+        if isinstance(content, list):  # OpenAI content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if not isinstance(content, str):
+            raise UserError(f"{where}: message {position} has no text content")
+        messages.append(ChatMessage(role=role, content=content))
+    return messages
 
 
 @dataclass(frozen=True)

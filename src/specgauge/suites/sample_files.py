@@ -311,7 +311,9 @@ def _open_parquet(path: Path) -> SampleFile:
     return TableSampleFile(path, counts, lambda i: parquet.read_row_group(i, columns=columns).to_pylist())
 
 
-def _open_arrow(path: Path) -> SampleFile:
+def arrow_batches(path: Path) -> list:
+    """The record batches of an arrow IPC file or stream (``datasets`` writes streams), memory-mapped:
+    listing them copies no row data."""
     require_extra("data", "pyarrow")
     import pyarrow as pa
 
@@ -319,12 +321,16 @@ def _open_arrow(path: Path) -> SampleFile:
         source = pa.memory_map(str(path))
         try:
             reader = pa.ipc.open_file(source)
-            batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
-        except pa.ArrowInvalid:  # `datasets` writes the streaming format
+            return [reader.get_batch(i) for i in range(reader.num_record_batches)]
+        except pa.ArrowInvalid:
             source.seek(0)
-            batches = list(pa.ipc.open_stream(source))
-    except Exception as exc:  # noqa: BLE001
+            return list(pa.ipc.open_stream(source))
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ...
         raise UserError(f"cannot read {path}: {exc}") from None
+
+
+def _open_arrow(path: Path) -> SampleFile:
+    batches = arrow_batches(path)
     columns = _table_columns(batches[0].schema.names if batches else [], path)
     return TableSampleFile(path, [b.num_rows for b in batches],
                            lambda i: batches[i].select(columns).to_pylist())

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from specgauge.errors import UserError
-from specgauge.suites.chat_templates import ROLE_ALIASES, ChatTemplate, detect_template
+from specgauge.suites.chat_templates import ChatTemplate, detect_template, messages_from_dicts
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest
 from specgauge.suites.sample_files import RawSample, SourceData, discover_sources
 from specgauge.suites.tokenizer_file import TokenizerFile, load_tokenizer
@@ -166,18 +166,7 @@ class SampleConverter:
         return self.tokenizer.count(text) if self.tokenizer is not None else max(1, len(text) // 4)
 
     def _split_messages(self, raw: RawSample) -> tuple[list[ChatMessage], str]:
-        messages: list[ChatMessage] = []
-        for position, message in enumerate(raw.messages or []):
-            role_name = message.get("role", message.get("from"))
-            content = message.get("content", message.get("value"))
-            role = ROLE_ALIASES.get(str(role_name).lower())
-            if role is None:
-                raise UserError(f"{raw.where}: message {position} has an unknown role {role_name!r}")
-            if isinstance(content, list):  # OpenAI content parts
-                content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-            if not isinstance(content, str):
-                raise UserError(f"{raw.where}: message {position} has no text content")
-            messages.append(ChatMessage(role=role, content=content))
+        messages = messages_from_dicts(raw.messages, raw.where)
         last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
         if last_assistant is None:
             prompt, response = messages, ""

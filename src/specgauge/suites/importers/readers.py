@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from specgauge.errors import UserError, require_extra
+from specgauge.suites.sample_files import arrow_batches
 
 Located = tuple[str, Any]  # (where, record)
 
@@ -79,26 +80,11 @@ def read_parquet(path: Path) -> Iterator[Located]:
 
 def read_arrow(path: Path) -> Iterator[Located]:
     """Rows of an arrow IPC file or stream (what ``datasets`` writes), memory-mapped."""
-    require_extra("data", "pyarrow")
-    import pyarrow as pa
-
-    try:
-        source = pa.memory_map(str(path))
-        try:
-            reader = pa.ipc.open_file(source)
-            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-        except pa.ArrowInvalid:
-            source.seek(0)
-            batches = iter(pa.ipc.open_stream(source))
-        row = 0
-        for batch in batches:
-            for record in batch.to_pylist():
-                yield f"{path}: row {row}", record
-                row += 1
-    except UserError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise UserError(f"cannot read {path}: {exc}") from None
+    row = 0
+    for batch in arrow_batches(path):
+        for record in batch.to_pylist():
+            yield f"{path}: row {row}", record
+            row += 1
 
 
 def read_datasets_dir(path: Path) -> Iterator[Located]:

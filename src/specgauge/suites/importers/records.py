@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specgauge.errors import UserError
-from specgauge.suites.chat_templates import ROLE_ALIASES
+from specgauge.suites.chat_templates import messages_from_dicts
 from specgauge.suites.model import ChatMessage, SuiteRequest
 
 # MT-bench's eight categories, mapped onto the built-in suites' domains.
@@ -36,7 +36,7 @@ def request_from_record(record: Any, where: str, defaults: ImportDefaults, flavo
     max_tokens = record.get("max_tokens")
     if record.get("messages") is not None or record.get("conversations") is not None:
         raw = record.get("messages") if record.get("messages") is not None else record.get("conversations")
-        messages = _messages(raw, where)
+        messages = messages_from_dicts(raw, where)
         if messages and messages[-1].role == "assistant":
             reply = messages.pop()
             max_tokens = max_tokens or _clamp(len(reply.content) // 4)
@@ -63,26 +63,6 @@ def request_from_record(record: Any, where: str, defaults: ImportDefaults, flavo
         source=str(record.get("source") or defaults.source),
         notes=_notes(record, flavor),
     )
-
-
-def _messages(raw: Any, where: str) -> list[ChatMessage]:
-    if not isinstance(raw, list) or not raw:
-        raise UserError(f"{where}: messages must be a non-empty list")
-    messages = []
-    for position, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise UserError(f"{where}: message {position} is not an object")
-        role_name = item.get("role", item.get("from"))
-        role = ROLE_ALIASES.get(str(role_name).lower())
-        if role is None:
-            raise UserError(f"{where}: message {position} has an unknown role {role_name!r}")
-        content = item.get("content", item.get("value"))
-        if isinstance(content, list):  # OpenAI content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        if not isinstance(content, str):
-            raise UserError(f"{where}: message {position} has no text content")
-        messages.append(ChatMessage(role=role, content=content))
-    return messages
 
 
 def _domain(record: dict, flavor: str) -> str:
