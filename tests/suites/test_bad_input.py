@@ -129,3 +129,12 @@ def test_importer_bad_record(tmp_path):
 
 def test_unknown_suite_name():
     _assert_one_line_error(run_cli("suite", "show", "nosuchsuite"), "unknown suite")
+
+
+def test_data_directory_passed_one_level_too_high(training_dir, tokenizer_path, tmp_path):
+    """DIR/train/<source>/... given as DIR: the 'source' train holds several source directories."""
+    import shutil
+
+    shutil.copytree(training_dir, tmp_path / "corpus" / "train")
+    _assert_one_line_error(_build(tmp_path / "corpus", tokenizer_path, tmp_path), "looks like a data directory",
+                           "corpus/train")

@@ -14,7 +14,6 @@ Measures, over tokens (with a tokenizer) or words (without):
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections import Counter
@@ -22,14 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 
 from specgauge.errors import UserError
 from specgauge.suites.model import Suite
 from specgauge.suites.registry import load_suite
 from specgauge.suites.sample_files import RawSample, discover_sources
 from specgauge.suites.tokenizer_file import TokenizerFile, load_tokenizer
-from specgauge.suites.training_data import domain_for_source
+from specgauge.suites.training_data import domain_for_source, sample_order
 
 WARN_TOTAL_VARIATION = 0.35
 SMOOTHING = 0.5
@@ -102,17 +100,11 @@ def references_from_dir(data_dir: str | Path, tokenizer: TokenizerFile | None, p
     sources = discover_sources(data_dir)
     total = sum(s.num_samples for s in sources) or 1
     references = []
-    try:
-        for source in sources:
-            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(f"{seed}:{source.name}".encode()).digest()[:8],
-                                                        "big"))
-            picks = rng.permutation(source.num_samples)[:per_source]
-            texts = tuple(_sample_text(source.read(int(i)), tokenizer) for i in picks)
-            references.append(ReferenceSource(source.name, domain_for_source(source.name, None, source.meta),
-                                              source.num_samples / total, texts))
-    finally:
-        for source in sources:
-            source.close()
+    for source in sources:
+        picks = sample_order(source, seed)[:per_source]
+        texts = tuple(_sample_text(source.read(int(i)), tokenizer) for i in picks)
+        references.append(ReferenceSource(source.name, domain_for_source(source.name, None, source.meta),
+                                          source.num_samples / total, texts))
     return references
 
 

@@ -103,7 +103,6 @@ class JsonlSampleFile(SampleFile):
         nonblank = ends - starts > 0
         self._line_numbers = np.flatnonzero(nonblank) + 1
         self._starts, self._ends = starts[nonblank], ends[nonblank]
-        self._handle = None
 
     @staticmethod
     def _index_lines(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -126,20 +125,14 @@ class JsonlSampleFile(SampleFile):
 
     def read(self, index: int) -> RawSample:
         where = f"{self.path}:{int(self._line_numbers[index])}"
-        if self._handle is None:
-            self._handle = self.path.open("rb")
-        self._handle.seek(int(self._starts[index]))
-        line = self._handle.read(int(self._ends[index] - self._starts[index]))
+        with self.path.open("rb") as handle:  # one open a read: thousands of shards never exhaust file handles
+            handle.seek(int(self._starts[index]))
+            line = handle.read(int(self._ends[index] - self._starts[index]))
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise UserError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
         return sample_from_record(record, where)
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
 
 
 def _trim_blank_ends(path: Path, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -362,11 +355,6 @@ class SourceData:
             index -= len(sample_file)
         raise IndexError(index)
 
-    def close(self) -> None:
-        for sample_file in self.files:
-            if isinstance(sample_file, JsonlSampleFile):
-                sample_file.close()
-
 
 def discover_sources(data_dir: str | Path) -> list[SourceData]:
     """Open every source subdirectory of ``data_dir`` (sorted by name); bad layouts raise :class:`UserError`."""
@@ -402,6 +390,11 @@ def _open_source(directory: Path) -> SourceData:
         found = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_format.items()))
         raise UserError(f"source {directory} mixes sample formats ({found}); keep one format per source")
     (fmt, paths), = by_format.items()
+    nested = sorted({p.relative_to(directory).parts[0] for p in paths if p.parent != directory})
+    if len(nested) > 1 and len(nested) == len({p.relative_to(directory).parts[0] for p in paths}) \
+            and not (directory / "dataset_dict.json").is_file():
+        raise UserError(f"source {directory} holds sample files only in subdirectories ({', '.join(nested[:5])}): "
+                        f"it looks like a data directory itself; pass {directory} as DIR")
     meta: dict = {}
     meta_path = directory / "meta.json"
     if meta_path.is_file():

@@ -266,12 +266,8 @@ def build_suite_from_training_data(data_dir: str | Path, tokenizer_path: str | P
     :class:`UserError` unless ``options.allow_fewer``.
     """
     sources = discover_sources(data_dir)
-    try:
-        tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path is not None else None
-        return _build(sources, tokenizer, options, Path(data_dir))
-    finally:
-        for source in sources:
-            source.close()
+    tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path is not None else None
+    return _build(sources, tokenizer, options, Path(data_dir))
 
 
 def _build(sources: list[SourceData], tokenizer: TokenizerFile | None, options: BuildOptions,
@@ -334,17 +330,20 @@ def _mix(counts: dict[str, int]) -> dict[str, float]:
     return {k: round(v / total, 6) for k, v in counts.items()}
 
 
+def sample_order(source: SourceData, seed: int) -> np.ndarray:
+    """A seeded random permutation of the source's sample indices (PCG64 seeded by sha256 of seed:name)."""
+    seed_material = hashlib.sha256(f"{seed}:{source.name}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(seed_material[:8], "big")).permutation(source.num_samples)
+
+
 def _sample_source(source: SourceData, converter: SampleConverter, report: SourceReport,
                    options: BuildOptions, seen: set[str]) -> list[SuiteRequest]:
     """Read samples of ``source`` in a seeded random order until its target is met (or it runs out)."""
     if report.target == 0:
         return []
-    seed_material = hashlib.sha256(f"{options.seed}:{source.name}".encode()).digest()
-    rng = np.random.default_rng(int.from_bytes(seed_material[:8], "big"))
-    order = rng.permutation(report.found)
     kind: str | None = None
     taken: list[SuiteRequest] = []
-    for index in order:
+    for index in sample_order(source, options.seed):
         raw = source.read(int(index))
         if kind is None:
             kind = raw.kind
