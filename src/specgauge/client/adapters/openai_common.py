@@ -1,0 +1,67 @@
+"""Parts shared by the two OpenAI adapters: event parsing, usage, and the speculation extras
+an OpenAI-compatible server may add (our engine sends ``spec_accept_length``)."""
+
+from __future__ import annotations
+
+import orjson
+
+from specgauge.client.adapters.base import EventError, bad_event, server_error_message
+from specgauge.client.records import ErrorClass, RequestRecord
+
+
+def parse_openai_event(data: str, record: RequestRecord) -> tuple[dict | None, int | None]:
+    """Parse one streamed chunk; copy id, usage and extras into ``record``.
+
+    Returns ``(first choice or None, cumulative completion tokens this chunk reports or None)``;
+    records the finish reason. Raises :class:`EventError` for malformed or error events.
+    """
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise bad_event(data) from None
+    if not isinstance(obj, dict):
+        raise bad_event(data)
+    if "error" in obj or obj.get("object") == "error":
+        raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server error event: {server_error_message(obj)}")
+    if record.server_request_id is None:
+        record.server_request_id = obj.get("id")
+    cumulative = read_usage(obj, record) if obj.get("usage") or "spec_accept_length" in obj else None
+    choices = obj.get("choices")
+    if not choices:
+        return None, cumulative
+    choice = choices[0]
+    reason = choice.get("finish_reason")
+    if reason:
+        record.finish_reason = reason
+    return choice, cumulative
+
+
+def read_usage(obj: dict, record: RequestRecord) -> int | None:
+    """Copy ``usage`` (and top-level/usage ``spec_*`` extras) into ``record``; return the
+    cumulative completion-token count this chunk carries, if any."""
+    usage = obj.get("usage")
+    completion = None
+    if usage:
+        prompt = usage.get("prompt_tokens")
+        if prompt is not None:
+            record.prompt_tokens = prompt
+        completion = usage.get("completion_tokens")
+        if completion is not None:
+            record.output_tokens = completion
+        read_spec_extras(usage, record)
+    if "spec_accept_length" in obj or "spec_verify_ct" in obj:
+        read_spec_extras(obj, record)
+    return completion
+
+
+def read_spec_extras(src: dict, record: RequestRecord) -> None:
+    """Per-request speculation figures: ``spec_accept_length``, ``spec_accept_rate``, ``spec_verify_ct``."""
+    value = src.get("spec_accept_length")
+    if value is not None:
+        record.spec_accept_length = float(value)
+    value = src.get("spec_accept_rate")
+    if value is not None:
+        record.spec_accept_rate = float(value)
+    value = src.get("spec_verify_ct")
+    if value is not None:
+        record.spec_verify_ct = int(value)

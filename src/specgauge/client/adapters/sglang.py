@@ -1,0 +1,117 @@
+"""SGLang native ``POST /generate`` (streaming).
+
+Each event's ``text`` is cumulative by default and incremental when the server runs with
+``--incremental-streaming-output``; the adapter detects which from the first events (cumulative
+when an event's text extends everything received so far) and switches if a later event
+contradicts it. ``meta_info`` is read under every historical field name (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from specgauge.client.adapters.base import (Adapter, EventError, StreamState, add_chunk, bad_event,
+                                            server_error_message)
+from specgauge.client.prompts import prompt_text
+from specgauge.client.records import ErrorClass, RequestRecord
+from specgauge.suites.model import SuiteRequest
+
+# (correct, proposed) count pairs, newest name first; histograms likewise.
+DRAFT_COUNT_KEYS = (
+    ("spec_accept_token_num", "spec_draft_token_num"),
+    ("spec_accepted_drafts", "spec_proposed_drafts"),
+    ("spec_num_correct_drafts", "spec_num_proposed_drafts"),
+)
+HISTOGRAM_KEYS = ("spec_accept_histogram", "spec_correct_drafts_histogram")
+
+
+def read_meta_info(meta: dict, record: RequestRecord) -> None:
+    """Copy SGLang ``meta_info`` (cumulative fields; the last event's values win) into ``record``."""
+    value = meta.get("prompt_tokens")
+    if value is not None:
+        record.prompt_tokens = value
+    value = meta.get("completion_tokens")
+    if value is not None:
+        record.output_tokens = value
+    if record.server_request_id is None and meta.get("id") is not None:
+        record.server_request_id = str(meta["id"])
+    value = meta.get("spec_verify_ct")
+    if value is not None:
+        record.spec_verify_ct = int(value)
+    value = meta.get("spec_accept_length")
+    if value is not None:
+        record.spec_accept_length = float(value)
+    value = meta.get("spec_accept_rate")
+    if value is not None:
+        record.spec_accept_rate = float(value)
+    for correct_key, proposed_key in DRAFT_COUNT_KEYS:
+        if correct_key in meta or proposed_key in meta:
+            if meta.get(correct_key) is not None:
+                record.spec_correct_drafts = int(meta[correct_key])
+            if meta.get(proposed_key) is not None:
+                record.spec_proposed_drafts = int(meta[proposed_key])
+            break
+    for key in HISTOGRAM_KEYS:
+        if meta.get(key) is not None:
+            record.spec_accept_histogram = [int(x) for x in meta[key]]
+            break
+    reason = meta.get("finish_reason")
+    if reason:
+        kind = reason.get("type") if isinstance(reason, dict) else str(reason)
+        if kind == "abort":
+            message = reason.get("message") if isinstance(reason, dict) else None
+            raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server aborted the request: {message or reason}")
+        record.finish_reason = kind
+
+
+def text_delta(text: str, record: RequestRecord, state: StreamState) -> str:
+    """The new text an event carries, handling cumulative and incremental ``text`` alike."""
+    so_far = record.output_text
+    if state.text_mode is None and so_far:
+        state.text_mode = "cumulative" if text.startswith(so_far) and len(text) > len(so_far) else "incremental"
+    state.raw_texts.append(text)
+    if state.text_mode == "cumulative":
+        if text.startswith(so_far):
+            delta = text[len(so_far):]
+            record.output_text = text
+            return delta
+        # Contradiction: the stream was incremental after all; rebuild the text from the raw events.
+        state.text_mode = "incremental"
+        record.output_text = "".join(state.raw_texts)
+        return text
+    record.output_text = so_far + text
+    return text
+
+
+class SGLangAdapter(Adapter):
+    """Raw text in ``text``; a chat request is rendered by :func:`prompt_text`."""
+
+    name = "sglang"
+    path = "/generate"
+
+    def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
+                   temperature: float, tokenizer_path: str | None = None) -> dict:
+        return {"text": prompt_text(request, tokenizer_path), "stream": True,
+                "sampling_params": {"max_new_tokens": max_tokens, "temperature": temperature}}
+
+    def on_data(self, data: str, t_ns: int, record: RequestRecord, state: StreamState) -> None:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise bad_event(data) from None
+        if not isinstance(obj, dict):
+            raise bad_event(data)
+        if "error" in obj or obj.get("object") == "error":
+            raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server error event: {server_error_message(obj)}")
+        meta = obj.get("meta_info")
+        if meta:
+            read_meta_info(meta, record)
+        text = obj.get("text")
+        if text:
+            delta = text_delta(text, record, state)
+            if delta:
+                cumulative = meta.get("completion_tokens") if meta else None
+                add_chunk(record, state, t_ns, delta, cumulative)
+
+
+ADAPTER = SGLangAdapter()

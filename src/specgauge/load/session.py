@@ -1,0 +1,69 @@
+"""The one shared HTTP session of a point: a pooled connector, connect-time tracing, pool warm-up."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from contextlib import contextmanager
+from time import perf_counter_ns
+from typing import Iterator
+
+import aiohttp
+
+from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
+
+KEEPALIVE_S = 300.0
+WARM_PATHS = ("/v1/models", "/health")
+
+
+def make_session(timeouts: Timeouts, connect_ms: list[float]) -> aiohttp.ClientSession:
+    """One ``ClientSession`` for the whole point: no connection limit (the load mode is the limit),
+    long keep-alive, gzip decoded by aiohttp; every new connection's set-up time (ms) is appended
+    to ``connect_ms``."""
+    trace = aiohttp.TraceConfig()
+
+    async def on_start(_session, context, _params) -> None:
+        context.connect_start_ns = perf_counter_ns()
+
+    async def on_end(_session, context, _params) -> None:
+        connect_ms.append((perf_counter_ns() - context.connect_start_ns) / 1e6)
+
+    trace.on_connection_create_start.append(on_start)
+    trace.on_connection_create_end.append(on_end)
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S,
+                                     ttl_dns_cache=3600)
+    return aiohttp.ClientSession(connector=connector, trace_configs=[trace], auto_decompress=True,
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect_s))
+
+
+async def _warm_one(session: aiohttp.ClientSession, endpoint: Endpoint, timeouts: Timeouts) -> None:
+    headers = request_headers(endpoint)
+    for path in WARM_PATHS:
+        try:
+            async with session.get(endpoint.url(path), headers=headers,
+                                   timeout=aiohttp.ClientTimeout(total=timeouts.connect_s + timeouts.headers_s)) as resp:
+                await resp.read()
+                if resp.status < 400:
+                    return
+        except Exception:  # warming is best effort; real requests classify their own faults
+            return
+
+
+async def warm_pool(session: aiohttp.ClientSession, endpoint: Endpoint, connections: int,
+                    timeouts: Timeouts) -> None:
+    """Open at least ``connections`` keep-alive connections before the measured window, with cheap
+    concurrent ``GET /v1/models`` (or ``/health``) requests, so no measured request pays set-up."""
+    await asyncio.gather(*(_warm_one(session, endpoint, timeouts) for _ in range(max(1, connections))))
+
+
+@contextmanager
+def gc_frozen() -> Iterator[None]:
+    """No garbage-collector pauses inside the measured window: collect, freeze, disable; undo after."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.unfreeze()
