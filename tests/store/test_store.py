@@ -90,7 +90,6 @@ def test_resume_bookkeeping(tmp_path):
         (point_id,) = store.add_points(new_run(store), [{}])
         for i in (0, 2, 5):
             store.add_request(point_id, full_record(i))
-        store.add_request(point_id, full_record(0), warmup=True)  # warm-ups do not count as measured
         assert store.measured_indices(point_id) == frozenset({0, 2, 5})
         assert store.next_segment(point_id) == 1
         store.add_request(point_id, full_record(1), segment=1)

@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS requests (
     id                     INTEGER PRIMARY KEY AUTOINCREMENT,
     point_id               INTEGER NOT NULL REFERENCES points(id) ON DELETE CASCADE,
     segment                INTEGER NOT NULL,         -- 0 for the first session, +1 per resume
-    warmup                 INTEGER NOT NULL DEFAULT 0,
+                                                     -- (warm-up requests are never stored)
     request_index          INTEGER NOT NULL,
     prompt_index           INTEGER NOT NULL,
     domain                 TEXT NOT NULL,
@@ -77,11 +77,9 @@ CREATE TABLE IF NOT EXISTS requests (
     status_code            INTEGER,
     error_class            TEXT,
     error_message          TEXT,
-    server_request_id      TEXT
+    server_request_id      TEXT,
+    UNIQUE (point_id, request_index)   -- stored once: resume reruns only the missing indices
 );
 
--- A measured request index is stored once per point: resume reruns only the missing ones.
-CREATE UNIQUE INDEX IF NOT EXISTS requests_measured_once
-    ON requests (point_id, request_index) WHERE warmup = 0;
 CREATE INDEX IF NOT EXISTS points_by_run ON points (run_id, point_index);
 """

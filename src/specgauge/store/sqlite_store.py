@@ -280,10 +280,10 @@ class Store:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def add_request(self, point_id: int, record: RequestRecord, *, segment: int = 0, warmup: bool = False) -> None:
-        """Write one finished request and commit it at once (the row survives a kill)."""
+    def add_request(self, point_id: int, record: RequestRecord, *, segment: int = 0) -> None:
+        """Write one finished measured request and commit it at once (the row survives a kill)."""
         row = _record_row(record)
-        row.update(point_id=point_id, segment=segment, warmup=int(warmup))
+        row.update(point_id=point_id, segment=segment)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         try:
@@ -293,7 +293,7 @@ class Store:
 
     def measured_indices(self, point_id: int) -> frozenset[int]:
         """Request indices of the point's measured requests that are stored."""
-        rows = self._db.execute("SELECT request_index FROM requests WHERE point_id = ? AND warmup = 0", (point_id,))
+        rows = self._db.execute("SELECT request_index FROM requests WHERE point_id = ?", (point_id,))
         return frozenset(r[0] for r in rows)
 
     def next_segment(self, point_id: int) -> int:
@@ -301,10 +301,10 @@ class Store:
         row = self._db.execute("SELECT MAX(segment) FROM requests WHERE point_id = ?", (point_id,)).fetchone()
         return 0 if row[0] is None else row[0] + 1
 
-    def get_requests(self, point_id: int, *, warmup: bool = False, segment: int | None = None) -> list[RequestRecord]:
-        """The point's stored requests (measured ones, or warm-ups), by request index."""
-        sql = "SELECT * FROM requests WHERE point_id = ? AND warmup = ?"
-        args: tuple = (point_id, int(warmup))
+    def get_requests(self, point_id: int, *, segment: int | None = None) -> list[RequestRecord]:
+        """The point's stored measured requests, by segment then request index."""
+        sql = "SELECT * FROM requests WHERE point_id = ?"
+        args: tuple = (point_id,)
         if segment is not None:
             sql += " AND segment = ?"
             args += (segment,)
@@ -313,8 +313,8 @@ class Store:
     def request_segments(self, point_id: int) -> dict[int, list[RequestRecord]]:
         """The point's measured requests grouped by the session (segment) that measured them."""
         grouped: dict[int, list[RequestRecord]] = {}
-        rows = self._db.execute("SELECT * FROM requests WHERE point_id = ? AND warmup = 0"
-                                " ORDER BY segment, request_index", (point_id,))
+        rows = self._db.execute("SELECT * FROM requests WHERE point_id = ? ORDER BY segment, request_index",
+                                (point_id,))
         for row in rows:
             grouped.setdefault(row["segment"], []).append(_row_record(row))
         return grouped
