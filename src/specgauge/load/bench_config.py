@@ -55,7 +55,7 @@ class BenchConfig(BaseModel):
     @classmethod
     def _http_url(cls, url: str) -> str:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"URL must start with http:// or https:// (got {url!r})")
+            raise ValueError(f"must start with http:// or https:// (got {url!r})")
         return url.rstrip("/")
 
     @field_validator("api")

@@ -61,7 +61,8 @@ def _one_line_validation_error(exc) -> UserError:
     for error in exc.errors():
         field = ".".join(str(p) for p in error.get("loc", ()) if not isinstance(p, int))
         message = error.get("msg", "invalid").removeprefix("Value error, ")
-        parts.append(f"--{field.replace('_', '-')}: {message}" if field else message)
+        name = "URL" if field == "url" else f"--{field.replace('_', '-')}"
+        parts.append(f"{name}: {message}" if field else message)
     return UserError("; ".join(parts))
 
 
@@ -123,11 +124,9 @@ def bench_command(ctx: click.Context, url, api, concurrency, rate, num_requests,
     """Benchmark the server at URL over one or more load points; every request is stored."""
     from pydantic import ValidationError
 
-    from specgauge.load.bench import resume_benchmark, run_benchmark
     from specgauge.load.bench_config import BenchConfig
     from specgauge.load.runner import run_async
     from specgauge.report.export import run_document
-    from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
     from specgauge.suites.registry import load_suite
 
@@ -138,10 +137,9 @@ def bench_command(ctx: click.Context, url, api, concurrency, rate, num_requests,
         if given:
             shown = "URL" if given[0] == "url" else "--" + given[0].replace("_", "-")
             raise click.UsageError(f"--resume takes every setting from the stored run; drop {shown}")
-        store = Store.open(db, create=False)
-        store.get_run(resume_run_id)  # unknown id: one line, before anything runs
-        run = lambda: resume_benchmark(resume_run_id, store, RichProgress(), api_key=api_key,  # noqa: E731
-                                       headers=header_pairs)
+        with Store.open(db, create=False) as store:
+            store.get_run(resume_run_id)  # an unknown id: one line, before anything runs
+        work = _resume(resume_run_id, db, api_key, header_pairs)
     else:
         if not url:
             raise click.UsageError("missing URL (or give --resume RUN_ID)")
@@ -158,16 +156,40 @@ def bench_command(ctx: click.Context, url, api, concurrency, rate, num_requests,
             raise _one_line_validation_error(exc) from None
         load_suite(config.suite)  # an unknown suite fails before the store file is created
         config.point_specs()
-        store = Store.open(db)
-        run = lambda: run_benchmark(config, store, RichProgress())  # noqa: E731
-    with store:
-        summary = run_async(run())
+        if Path(db).exists():  # a bad --db file fails before the server is contacted
+            Store.open(db, create=False).close()
+        work = _checked_run(config, db)
+    summary, store_path = run_async(work)
+    with Store.open(store_path, create=False) as store:
         _print_run(store, summary.run_id, to_stderr=output_json == "-")
         if output_json:
             import json
 
             document = run_document(store.get_run(summary.run_id), store.get_points(summary.run_id))
             _write_text(output_json, json.dumps(document, indent=2) + "\n")
+
+
+async def _checked_run(config, db: str):
+    """Check the server answers before the store file is created, then run the sweep."""
+    from specgauge.client.endpoint import Endpoint
+    from specgauge.client.probe import check_reachable
+    from specgauge.load.bench import run_benchmark
+    from specgauge.report.terminal import RichProgress
+    from specgauge.store import Store
+
+    await check_reachable(Endpoint(base_url=config.url, api=config.api, api_key=config.api_key,
+                                   headers=config.headers))
+    with Store.open(db) as store:
+        return await run_benchmark(config, store, RichProgress()), store.path
+
+
+async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tuple[str, str], ...]):
+    from specgauge.load.bench import resume_benchmark
+    from specgauge.report.terminal import RichProgress
+    from specgauge.store import Store
+
+    with Store.open(db, create=False) as store:
+        return await resume_benchmark(run_id, store, RichProgress(), api_key=api_key, headers=headers), store.path
 
 
 @click.command("runs")

@@ -1,0 +1,227 @@
+"""``specgauge bench`` end to end against the scripted streaming server (real HTTP on loopback):
+the JSON contract, error flagging, a SIGKILLed sweep resumed to the same totals, and every
+CLI misuse ending in one line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from specgauge.suites.model import ChatMessage, Suite, SuiteRequest, write_suite_jsonl
+from specgauge.testing.scripted_server import Script, ScriptedServer, refused_url
+
+CONTRACT_STATS = ("ttft_ms", "tpot_ms", "icl_ms", "itl_ms", "e2e_ms")
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def suite_file(tmp_path, prompts: list[str], name: str = "mixed"):
+    suite = Suite(name=name, requests=tuple(
+        SuiteRequest(messages=(ChatMessage(role="user", content=p),), max_tokens=16) for p in prompts))
+    path = tmp_path / f"{name}.jsonl"
+    write_suite_jsonl(suite, path)
+    return path
+
+
+@pytest.fixture
+def server():
+    # 8 chunks of 2 tokens: first after 20 ms, then every 5 ms.
+    with ScriptedServer(Script(ttft_s=0.02, chunk_delay_s=0.005, num_chunks=8, tokens_per_chunk=2)) as srv:
+        yield srv
+
+
+# -- the JSON contract -----------------------------------------------------------------------
+
+def test_bench_json_contract_end_to_end(server, tmp_path):
+    out, db = tmp_path / "run.json", tmp_path / "r.db"
+    result = cli("bench", server.url, "--api", "openai-chat", "--concurrency", "1,4", "--num-requests", "8",
+                 "--max-tokens", "16", "--output-json", str(out), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(out.read_text())
+    assert isinstance(doc["run_id"], int) and doc["status"] == "done" and doc["model"] == "scripted-model"
+    assert [p["concurrency"] for p in doc["points"]] == [1, 4]
+    for point in doc["points"]:
+        assert (point["num_ok"], point["num_errors"], point["flagged"]) == (8, 0, False)
+        assert point["output_tokens"] == 8 * 16
+        assert point["output_tokens_per_s"] > 0 and isinstance(point["output_tokens_per_s"], float)
+        for name in CONTRACT_STATS:
+            assert set(point[name]) >= {"mean", "p50", "p90", "p99"}
+            assert all(isinstance(point[name][k], float) for k in ("mean", "p50", "p90", "p99"))
+        assert point["accept_length"] is None            # the server reports no speculation
+        # Scripted: first chunk 20 ms after arrival, then 5 ms apart (loose bounds: shared CPU).
+        assert 19 <= point["ttft_ms"]["p50"] < 80
+        assert 4 <= point["icl_ms"]["p50"] < 30
+        assert point["itl_ms"]["p50"] == pytest.approx(point["icl_ms"]["p50"] / 2, rel=0.35)
+    assert doc["points"][1]["achieved_concurrency"] > doc["points"][0]["achieved_concurrency"]
+    # Progress went to stderr, the summary table to stdout.
+    assert "c=4" in result.stdout and "TTFT p50" in result.stdout
+
+
+def test_output_json_to_stdout_keeps_stdout_clean(server, tmp_path):
+    result = cli("bench", server.url, "--api", "sglang", "--concurrency", "2", "--num-requests", "4",
+                 "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)                      # nothing but the JSON on stdout
+    assert doc["points"][0]["num_ok"] == 4 and "TTFT p50" in result.stderr
+
+
+def test_sglang_accept_length_and_open_loop_point(tmp_path):
+    # 8 chunks of 3 tokens over 8 verify steps: acceptance length 24 / 8 = 3.0 per request.
+    script = Script(num_chunks=8, tokens_per_chunk=3, chunk_delay_s=0.002, sglang_meta={"spec_verify_ct": 8})
+    with ScriptedServer(script) as srv:
+        result = cli("bench", srv.url, "--api", "sglang", "--rate", "40", "--max-concurrency", "4",
+                     "--num-requests", "10", "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    (point,) = json.loads(result.stdout)["points"]
+    assert (point["mode"], point["rate"], point["concurrency"], point["max_concurrency"]) == ("open", 40.0, None, 4)
+    assert point["num_ok"] == 10
+    assert point["accept_length"] == pytest.approx(3.0) and point["accept_length_source"] == "per_request"
+    assert point["send_lag_ms"]["count"] == 10
+
+
+def test_failing_requests_are_counted_and_the_point_flagged(server, tmp_path):
+    suite = suite_file(tmp_path, ["hello", "explain tcp", "[[fault:http_error]] boom", "write a haiku"])
+    result = cli("bench", server.url, "--api", "openai-chat", "--concurrency", "2", "--num-requests", "8",
+                 "--suite", str(suite), "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    (point,) = json.loads(result.stdout)["points"]
+    assert (point["num_ok"], point["num_errors"]) == (6, 2)   # 2 passes over the 4 prompts
+    assert point["errors_by_class"] == {"http_5xx": 2}
+    assert point["flagged"] and point["flag_reason"] == "error rate 25% > 5%"
+    assert point["ttft_ms"]["count"] == 6                     # failures not averaged in
+    assert "error rate 25% > 5%" in result.stderr             # the summary table marks it
+
+
+# -- kill and resume ---------------------------------------------------------------------------
+
+def _stored_requests(db) -> list[tuple[int, int, int]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT p.point_index, r.request_index, r.prompt_index FROM requests r"
+                            " JOIN points p ON p.id = r.point_id ORDER BY 1, 2").fetchall()
+    except sqlite3.OperationalError:  # the store is not created yet
+        return []
+    finally:
+        conn.close()
+
+
+def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
+    script = Script(ttft_s=0.02, chunk_delay_s=0.008, num_chunks=6, tokens_per_chunk=2)  # ~60 ms a request
+    args = ["--api", "openai-chat", "--concurrency", "1,2", "--num-requests", "12", "--seed", "7"]
+    with ScriptedServer(script) as srv:
+        # Reference: the same sweep, never interrupted.
+        reference = cli("bench", srv.url, *args, "--output-json", "-", "--db", str(tmp_path / "ref.db"))
+        assert reference.returncode == 0, reference.stderr
+        expected = json.loads(reference.stdout)
+
+        db = tmp_path / "killed.db"
+        proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", srv.url, *args, "--db", str(db)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while len(_stored_requests(db)) < 15 and time.monotonic() < deadline:  # into point 2
+                time.sleep(0.01)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(10)
+        stored = _stored_requests(db)
+        assert 15 <= len(stored) < 24, "the kill should land inside the second point"
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]
+            assert conn.execute("SELECT status FROM points ORDER BY point_index").fetchall() == [("done",), ("running",)]
+
+        resumed = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+        assert resumed.returncode == 0, resumed.stderr
+
+    doc = json.loads(resumed.stdout)
+    after = _stored_requests(db)
+    assert len(after) == 24 and len(set((p, r) for p, r, _ in after)) == 24       # no duplicates
+    assert set(stored) <= set(after)                                                # nothing lost
+    assert after == _stored_requests(tmp_path / "ref.db")     # same indices, same prompt order
+    assert doc["status"] == "done"
+    for got, want in zip(doc["points"], expected["points"]):
+        assert (got["num_ok"], got["num_errors"], got["output_tokens"]) == (want["num_ok"], 0, want["output_tokens"])
+    assert doc["points"][0]["segments"] == 1 and doc["points"][1]["segments"] == 2
+
+
+def test_resume_of_a_finished_run_changes_nothing(server, tmp_path):
+    db = tmp_path / "r.db"
+    assert cli("bench", server.url, "--api", "openai-chat", "--num-requests", "3", "--db", str(db)).returncode == 0
+    again = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["points"][0]["num_ok"] == 3 and len(_stored_requests(db)) == 3
+
+
+# -- CLI misuse: one line, exit 2 ----------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--no-such-flag"], ["--no-such-flag"]),
+    (["--concurrency", "1,x,8"], ["--concurrency", "'x' is not an integer"]),
+    (["--concurrency", "0"], ["--concurrency", "> 0"]),
+    (["--concurrency", "4,-2"], ["--concurrency", "> 0"]),
+    (["--rate", "2,fast"], ["--rate", "'fast'"]),
+    (["--num-requests", "0"], ["--num-requests"]),
+    (["--max-concurrency", "4"], ["--max-concurrency", "--rate"]),
+    (["--rate", "2", "--burstiness", "0.5"], ["--burstiness", "gamma"]),
+    (["--header", "no-colon"], ["--header", "NAME:VALUE"]),
+    (["--suite", "no-such-suite"], ["unknown suite 'no-such-suite'"]),
+    (["--suite", "missing.jsonl"], ["suite file not found"]),
+])
+def test_bad_options_exit_2_with_one_line(args, needles, tmp_path):
+    result = cli("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))
+    assert_one_line_error(result, *needles)
+    assert not (tmp_path / "r.db").exists()     # misuse creates no store file
+
+
+def test_unknown_api_missing_url_and_bad_scheme(tmp_path):
+    assert_one_line_error(cli("bench", "http://127.0.0.1:9", "--api", "grpc"), "--api", "grpc")
+    assert_one_line_error(cli("bench", "--api", "sglang"), "missing URL")
+    assert_one_line_error(cli("bench", "http://127.0.0.1:9"), "missing --api")
+    assert_one_line_error(cli("bench", "ftp://127.0.0.1:9", "--api", "sglang"), "URL", "http://")
+
+
+def test_unreachable_url_fails_before_start(tmp_path):
+    db = tmp_path / "r.db"
+    line = assert_one_line_error(cli("bench", refused_url(), "--api", "openai-chat", "--db", str(db)),
+                                 "cannot reach")
+    assert "refused" in line and not db.exists()
+
+
+def test_resume_errors(server, tmp_path):
+    db = tmp_path / "r.db"
+    assert_one_line_error(cli("bench", "--resume", "1", "--db", str(db)), "no results store")
+    assert cli("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db)).returncode == 0
+    assert_one_line_error(cli("bench", "--resume", "99", "--db", str(db)), "no run 99")
+    assert_one_line_error(cli("bench", "--resume", "1", "--concurrency", "8", "--db", str(db)),
+                          "--resume", "--concurrency")
+    assert_one_line_error(cli("bench", server.url, "--resume", "1", "--db", str(db)), "drop URL")
+
+
+def test_bad_db_files(tmp_path):
+    text_file = tmp_path / "notes.db"
+    text_file.write_text("not a database\n" * 100)
+    for command in (["bench", "http://127.0.0.1:9", "--api", "sglang"], ["runs"], ["show", "1"],
+                    ["export", "1"]):
+        assert_one_line_error(cli(*command, "--db", str(text_file)), "not a specgauge results file")
+    assert_one_line_error(cli("runs", "--db", str(tmp_path)), "is a directory")
+    assert_one_line_error(cli("show", "1", "--db", str(tmp_path / "absent.db")), "no results store")
