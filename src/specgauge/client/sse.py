@@ -58,7 +58,7 @@ class LineDecoder:
     """str -> complete lines, for LF, CRLF and lone-CR line ends; the unfinished tail is kept."""
 
     def __init__(self) -> None:
-        self._pending = ""
+        self._pending: list[str] = []  # parts of the unfinished line (a list: no quadratic joins)
         self._trailing_cr = False
 
     def decode(self, text: str) -> list[str]:
@@ -71,15 +71,22 @@ class LineDecoder:
                 self._trailing_cr = True
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if "\n" not in text:
-            self._pending += text
+            if text:
+                self._pending.append(text)
             return []
-        lines = (self._pending + text).split("\n")
-        self._pending = lines.pop()
+        if self._pending:
+            self._pending.append(text)
+            text = "".join(self._pending)
+            self._pending = []
+        lines = text.split("\n")
+        rest = lines.pop()
+        if rest:
+            self._pending.append(rest)
         return lines
 
     def flush(self) -> list[str]:
         """The unterminated last line, if any (stream end)."""
-        rest, self._pending = self._pending, ""
+        rest, self._pending = "".join(self._pending), []
         return [rest] if rest else []
 
 

@@ -239,7 +239,8 @@ class ScriptedServer:
         self.server_info_path = server_info_path
         self.host, self.port = host, port
         self.truth: list[TruthRecord] = []
-        self.requests_seen: list[dict] = []
+        self.requests_seen: list[dict] = []    # JSON bodies of the streaming requests
+        self.headers_seen: list[dict[str, str]] = []
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -344,6 +345,7 @@ class ScriptedServer:
         t_recv = perf_counter_ns()
         body = orjson.loads(await request.read())
         self.requests_seen.append(body)
+        self.headers_seen.append(dict(request.headers))
         script = self._script_for(_prompt_of(body))
         truth = TruthRecord(self._next_id(), request.path, t_recv)
         early = await self._begin(request, truth, script)
