@@ -11,11 +11,15 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 
 import pytest
 
+from specgauge.load.bench import run_benchmark
+from specgauge.load.bench_config import BenchConfig
+from specgauge.store import Store
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest, write_suite_jsonl
-from specgauge.testing.scripted_server import Script, ScriptedServer, refused_url
+from specgauge.testing.scripted_server import Script, ScriptedServer, VllmCounters, refused_url
 
 CONTRACT_STATS = ("ttft_ms", "tpot_ms", "icl_ms", "itl_ms", "e2e_ms")
 
@@ -114,6 +118,105 @@ def test_failing_requests_are_counted_and_the_point_flagged(server, tmp_path):
 
 # -- kill and resume ---------------------------------------------------------------------------
 
+def test_vllm_counters_give_the_points_server_side_acceptance(tmp_path):
+    # Each request adds 4 drafts, 12 draft tokens, 6 accepted: length 1 + 6/4 = 2.5, rate 6/12.
+    counters = VllmCounters(drafts_per_request=4, draft_tokens_per_request=12, accepted_per_request=6)
+    with ScriptedServer(Script(num_chunks=4), vllm=counters) as srv:
+        result = cli("bench", srv.url, "--api", "openai-completions", "--concurrency", "2", "--num-requests", "6",
+                     "--warmup", "2", "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    (point,) = json.loads(result.stdout)["points"]
+    assert point["num_ok"] == 6                                    # warm-ups are not measured
+    spec = point["server_spec"]
+    assert (spec["scope"], spec["source"], spec["num_drafts"]) == ("point", "vllm_metrics", 24.0)  # 6 x 4
+    assert spec["accept_length"] == pytest.approx(2.5) and spec["accept_rate"] == pytest.approx(0.5)
+    assert point["accept_length"] == pytest.approx(2.5) and point["accept_length_source"] == "server_point"
+
+
+def test_secrets_are_not_stored_and_resume_asks_for_them(server, tmp_path):
+    db = tmp_path / "r.db"
+    result = cli("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--api-key", "sk-very-secret",
+                 "--header", "Authorization: Bearer hdr-secret", "--header", "X-Team: infra", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    raw = db.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("r.db-*"))
+    assert b"sk-very-secret" not in raw and b"hdr-secret" not in raw and b"infra" in raw
+    with closing(sqlite3.connect(db)) as conn:   # pretend it was killed, so resume has work to do
+        conn.execute("UPDATE points SET status = 'running'")
+        conn.commit()
+    assert_one_line_error(cli("bench", "--resume", "1", "--db", str(db)), "Authorization", "--header")
+    again = cli("bench", "--resume", "1", "--db", str(db), "--header", "Authorization: Bearer hdr-secret")
+    assert again.returncode == 0, again.stderr
+
+
+def test_sigint_marks_the_run_interrupted(tmp_path):
+    db = tmp_path / "r.db"
+    with ScriptedServer(Script(ttft_s=0.05, num_chunks=2)) as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", srv.url, "--api", "openai-chat",
+                                 "--num-requests", "200", "--db", str(db)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while len(_stored_requests(db)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    assert proc.returncode == 130 and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith("specgauge: error: ")  # one line, no traceback
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
+
+
+# -- the programmatic entry -------------------------------------------------------------------------
+
+class RecordingProgress:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def run_started(self, run_id, num_points, *, resumed):
+        self.events.append(("run", run_id, num_points, resumed))
+
+    def point_started(self, point_index, label, total, already_done):
+        self.events.append(("point", point_index, label, total, already_done))
+
+    def request_finished(self, record):
+        self.events.append(("request", record.request_index))
+
+    def point_finished(self, point_index, aggregate):
+        self.events.append(("done", point_index, aggregate.num_ok))
+
+    def run_finished(self, run_id, status):
+        self.events.append(("end", run_id, status))
+
+
+async def test_run_benchmark_programmatic_entry(tmp_path):
+    progress = RecordingProgress()
+    with ScriptedServer(Script(num_chunks=4, tokens_per_chunk=2)) as srv:
+        config = BenchConfig(url=srv.url, api="openai-chat", concurrency=(1, 3), num_requests=5, max_tokens=8)
+        with Store.open(tmp_path / "r.db") as store:
+            summary = await run_benchmark(config, store, progress)
+            stored = [len(store.get_requests(p.id)) for p in store.get_points(summary.run_id)]
+    assert summary.status == "done" and not summary.flagged and stored == [5, 5]
+    assert [(p.spec["concurrency"], p.aggregate.num_ok, p.aggregate.output_tokens) for p in summary.points] == \
+        [(1, 5, 40), (3, 5, 40)]
+    kinds = [e[0] for e in progress.events]
+    assert kinds == ["run", "point", *["request"] * 5, "done", "point", *["request"] * 5, "done", "end"]
+    assert progress.events[1] == ("point", 0, "c=1", 5, 0) and progress.events[-1] == ("end", summary.run_id, "done")
+
+
+async def test_duration_bounded_point(tmp_path):
+    with ScriptedServer(Script(ttft_s=0.01, num_chunks=2)) as srv:
+        config = BenchConfig(url=srv.url, api="sglang", concurrency=(2,), duration_s=0.3)
+        with Store.open(tmp_path / "r.db") as store:
+            summary = await run_benchmark(config, store)
+    (point,) = summary.points
+    assert point.spec["num_requests"] is None and point.aggregate.num_ok >= 4
+    assert 0.25 <= point.aggregate.window_s < 1.5
+
+
 def _stored_requests(db) -> list[tuple[int, int, int]]:
     conn = sqlite3.connect(db)
     try:
@@ -146,7 +249,7 @@ def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
             proc.wait(10)
         stored = _stored_requests(db)
         assert 15 <= len(stored) < 24, "the kill should land inside the second point"
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db)) as conn:
             assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]
             assert conn.execute("SELECT status FROM points ORDER BY point_index").fetchall() == [("done",), ("running",)]
 
