@@ -14,7 +14,7 @@ import click
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
 
-DB_OPTION_HELP = "results store (SQLite); default ./specgauge.db"
+DB_OPTION_HELP = "results store (an SQLite file)"
 # Options that define a run's load; --resume takes them from the stored run instead.
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "duration", "arrival",
                         "burstiness", "max_concurrency", "warmup", "seed", "max_tokens", "temperature",
