@@ -163,6 +163,7 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
     outcome = None
     if spec.num_requests is None or len(stored) < spec.num_requests:
         outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored)
+        store.checkpoint()  # between points, never inside a measured window
 
     segments = store.request_segments(point.id)
     windows: list[Window] = []

@@ -1,48 +1,80 @@
 """Compact encodings for per-chunk arrays stored as SQLite BLOBs.
 
-- Chunk timestamps: the gaps between consecutive values (the first one relative to a base, the
-  request's send time) as little-endian int64, zlib-compressed (level 1). Gaps are small numbers,
-  so most high bytes are zero and compress well; decoding is one cumulative sum.
-- Tokens per chunk: little-endian int32, zlib-compressed.
+Both arrays are stored as *packed little-endian signed integers of the smallest width that
+holds every value*: one header byte giving the width (1, 2, 4 or 8), then the values.
 
-An empty list is stored as an empty BLOB.
+- Chunk timestamps (``chunk_times``): the gaps between consecutive chunk timestamps in ns, the
+  first one from the request's send time. Gaps under 2.1 s fit in 4 bytes (half the raw int64
+  size); decoding is one cumulative sum.
+- Tokens per chunk (``chunk_tokens``): usually 1 byte each.
+
+An empty list is an empty BLOB. No zlib: on a few hundred values it saves little over the
+narrow width and costs ~10 µs per request inside the event loop (measured in
+``benchmarks/store_overhead.py``).
 """
 
 from __future__ import annotations
 
-import zlib
+import sys
+from array import array
+from itertools import accumulate, chain
+from operator import sub
 
-import numpy as np
+_SWAP = sys.byteorder != "little"  # stored little-endian on every machine
+_TYPECODES = ((1, "b"), (2, "h"), (4, "i"), (8, "q"))
+_BY_WIDTH = dict(_TYPECODES)
 
-_COMPRESSION_LEVEL = 1
+
+def pack_ints(values) -> bytes:
+    """Pack signed integers at the smallest of 1/2/4/8 bytes each, after a one-byte width header."""
+    values = values if isinstance(values, list) else list(values)
+    if not values:
+        return b""
+    low, high = min(values), max(values)
+    for width, typecode in _TYPECODES:
+        limit = 1 << (8 * width - 1)
+        if -limit <= low and high < limit:
+            break
+    else:
+        raise OverflowError(f"value out of int64 range: {low if low < -(1 << 63) else high}")
+    packed = array(typecode, values)
+    if _SWAP:
+        packed.byteswap()
+    return bytes((width,)) + packed.tobytes()
+
+
+def unpack_ints(blob: bytes | None) -> list[int]:
+    """Inverse of :func:`pack_ints`."""
+    if not blob:
+        return []
+    typecode = _BY_WIDTH.get(blob[0])
+    if typecode is None:
+        raise ValueError(f"not a packed integer array (width byte {blob[0]})")
+    values = array(typecode)
+    values.frombytes(blob[1:])
+    if _SWAP:
+        values.byteswap()
+    return values.tolist()
 
 
 def encode_times(times_ns: list[int], base_ns: int | None) -> bytes:
-    """Encode monotonic ns timestamps as zlib'd int64 deltas from ``base_ns`` (0 when None)."""
+    """Encode monotonic ns timestamps as packed deltas, the first from ``base_ns`` (0 when None)."""
     if not times_ns:
         return b""
-    values = np.asarray(times_ns, dtype=np.int64)
-    deltas = np.diff(values, prepend=np.int64(base_ns or 0))
-    return zlib.compress(deltas.astype("<i8").tobytes(), _COMPRESSION_LEVEL)
+    return pack_ints(list(map(sub, times_ns, chain((base_ns or 0,), times_ns))))
 
 
 def decode_times(blob: bytes | None, base_ns: int | None) -> list[int]:
     """Inverse of :func:`encode_times`."""
-    if not blob:
-        return []
-    deltas = np.frombuffer(zlib.decompress(blob), dtype="<i8")
-    return (np.cumsum(deltas) + np.int64(base_ns or 0)).tolist()
+    deltas = unpack_ints(blob)
+    return list(accumulate(deltas, initial=base_ns or 0))[1:] if deltas else []
 
 
 def encode_counts(counts: list[int]) -> bytes:
-    """Encode per-chunk token counts as zlib'd little-endian int32."""
-    if not counts:
-        return b""
-    return zlib.compress(np.asarray(counts, dtype="<i4").tobytes(), _COMPRESSION_LEVEL)
+    """Encode per-chunk token counts (packed, usually one byte each)."""
+    return pack_ints(counts)
 
 
 def decode_counts(blob: bytes | None) -> list[int]:
     """Inverse of :func:`encode_counts`."""
-    if not blob:
-        return []
-    return np.frombuffer(zlib.decompress(blob), dtype="<i4").tolist()
+    return unpack_ints(blob)
