@@ -2,13 +2,13 @@
 
 import statistics
 
-import aiohttp
 import pytest
 
 from specgauge.analysis.definitions import accept_length, icl_ms, itl_ms, ttft_ms
 from specgauge.client.endpoint import Endpoint, Timeouts
 from specgauge.client.records import TokenCountSource
 from specgauge.client.send import send_request
+from specgauge.client.session import open_session
 from specgauge.suites.model import ChatMessage, SuiteRequest
 from specgauge.testing.scripted_server import Script, ScriptedServer
 
@@ -20,7 +20,7 @@ TIMEOUTS = Timeouts(connect_s=2, headers_s=2, read_s=2)
 
 async def send(server: ScriptedServer, api: str, request: SuiteRequest = CHAT, **endpoint_args):
     endpoint = Endpoint(server.url, api=api, **{"model": "m", **endpoint_args})
-    async with aiohttp.ClientSession() as session:
+    async with open_session(TIMEOUTS) as session:
         return await send_request(session, endpoint, request, request_index=3, prompt_index=1,
                                   max_tokens=None, timeouts=TIMEOUTS)
 
@@ -45,6 +45,8 @@ async def test_timings_follow_the_schedule_and_the_server_truth(api):
     assert record.t_send_ns < record.t_headers_ns <= record.chunk_times_ns[0] <= record.t_end_ns
     assert record.request_index == 3 and record.prompt_index == 1 and record.api == api
     assert record.server_request_id == truth.request_id
+    # t_send is the write time (trace): the server read the request after it, within a few ms.
+    assert 0 <= truth.t_recv_ns - record.t_send_ns < 20_000_000
 
 
 @pytest.mark.parametrize("api", APIS)

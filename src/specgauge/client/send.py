@@ -1,6 +1,10 @@
 """``send_request``: one streamed request, timed, parsed, and classified — never raising.
 
-Timestamps are ``time.perf_counter_ns()``: just before the request is written (``t_send_ns``),
+Timestamps are ``time.perf_counter_ns()``: just before the request is written (``t_send_ns``; with a
+session from :func:`specgauge.client.session.open_session` it is stamped by aiohttp's
+``on_request_chunk_sent`` trace right before the bytes go to the socket — on Python < 3.12 aiohttp
+writes the body in a task of its own, so a stamp taken before ``session.post`` would also count
+the client's work on other requests queued ahead of that task; the runner's send lag shows that),
 response headers (``t_headers_ns``), each read that completed a content-bearing event
 (``chunk_times_ns``; events that arrive in the same read share its time), and the end.
 Every fault ends up as ``record.error_class`` / ``record.error_message``; only cancellation
@@ -25,6 +29,16 @@ from specgauge.client.tokens import assign_chunk_tokens
 from specgauge.suites.model import SuiteRequest
 
 ERROR_BODY_BYTES = 2000
+
+
+class SendStamp:
+    """Filled by the session's ``on_request_chunk_sent`` trace (see :func:`specgauge.client.session.
+    open_session`) with the moment the request body was handed to the socket."""
+
+    __slots__ = ("t_write_ns",)
+
+    def __init__(self) -> None:
+        self.t_write_ns: int | None = None
 
 
 @lru_cache(maxsize=16)
@@ -64,24 +78,40 @@ def classify_exception(exc: BaseException, headers_received: bool) -> tuple[Erro
 
 async def _read_stream(response: aiohttp.ClientResponse, record: RequestRecord, state: StreamState,
                        on_data, read_s: float) -> SSEDecoder:
-    """Feed raw reads through the SSE decoder into the adapter until EOF or [DONE]+EOF."""
+    """Feed raw reads through the SSE decoder into the adapter until EOF (``[DONE]`` then EOF).
+
+    The stall limit is a watchdog that looks at the time of the last read every ``read_s``
+    rather than a timer re-armed on every read (re-arming cost more than parsing the chunk).
+    """
     decoder = SSEDecoder()
     reader = response.content
     loop = asyncio.get_running_loop()
-    async with asyncio.timeout(read_s) as deadline:
-        while True:
-            chunk = await reader.readany()
-            if not chunk:
-                break
-            t_ns = perf_counter_ns()
-            deadline.reschedule(loop.time() + read_s)
-            for event in decoder.feed(chunk):
-                data = event.data
-                if data == DONE:
-                    state.done = True
-                    continue
-                state.events += 1
-                on_data(data, t_ns, record, state)
+    last_read = loop.time()
+    async with asyncio.timeout(None) as deadline:
+        def watchdog() -> None:
+            nonlocal handle
+            if loop.time() - last_read >= read_s:
+                deadline.reschedule(loop.time())  # expire now: TimeoutError at the await below
+            else:
+                handle = loop.call_at(last_read + read_s, watchdog)
+
+        handle = loop.call_at(last_read + read_s, watchdog)
+        try:
+            while True:
+                chunk = await reader.readany()
+                if not chunk:
+                    break
+                t_ns = perf_counter_ns()
+                last_read = loop.time()
+                for event in decoder.feed(chunk):
+                    data = event.data
+                    if data == DONE:
+                        state.done = True
+                        continue
+                    state.events += 1
+                    on_data(data, t_ns, record, state)
+        finally:
+            handle.cancel()
     t_ns = perf_counter_ns()
     for event in decoder.close():
         if event.data == DONE:
@@ -113,11 +143,15 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
     except Exception as exc:  # a bad chat template, say: still a record, never an exception
         return record.fail(ErrorClass.OTHER, f"cannot build the request: {exc}", perf_counter_ns())
     response: aiohttp.ClientResponse | None = None
+    stamp = SendStamp()
     try:
-        record.t_send_ns = perf_counter_ns()
+        record.t_send_ns = perf_counter_ns()  # replaced by the write time when the session traces it
         async with asyncio.timeout(timeouts.connect_s + timeouts.headers_s):
-            response = await session.post(url, data=body, headers=headers, timeout=client_timeout(timeouts))
+            response = await session.post(url, data=body, headers=headers, timeout=client_timeout(timeouts),
+                                          trace_request_ctx=stamp)
         record.t_headers_ns = perf_counter_ns()
+        if stamp.t_write_ns is not None:
+            record.t_send_ns = stamp.t_write_ns
         record.status_code = response.status
         if response.status >= 400:
             async with asyncio.timeout(timeouts.read_s):

@@ -16,11 +16,18 @@ KEEPALIVE_S = 300.0
 WARM_PATHS = ("/v1/models", "/health")
 
 
-def make_session(timeouts: Timeouts, connect_ms: list[float]) -> aiohttp.ClientSession:
-    """One ``ClientSession`` for the whole point: no connection limit (the load mode is the limit),
-    long keep-alive, gzip decoded by aiohttp; every new connection's set-up time (ms) is appended
+def open_session(timeouts: Timeouts, connect_ms: list[float] | None = None) -> aiohttp.ClientSession:
+    """One ``ClientSession`` for a whole point: no connection limit (the load mode is the limit),
+    long keep-alive, gzip decoded by aiohttp. Its traces stamp each request's write time for
+    :func:`specgauge.client.send.send_request` and append every new connection's set-up time (ms)
     to ``connect_ms``."""
+    connect_ms = connect_ms if connect_ms is not None else []
     trace = aiohttp.TraceConfig()
+
+    async def on_chunk_sent(_session, context, _params) -> None:
+        stamp = context.trace_request_ctx
+        if stamp is not None and getattr(stamp, "t_write_ns", 0) is None:
+            stamp.t_write_ns = perf_counter_ns()
 
     async def on_start(_session, context, _params) -> None:
         context.connect_start_ns = perf_counter_ns()
@@ -30,6 +37,7 @@ def make_session(timeouts: Timeouts, connect_ms: list[float]) -> aiohttp.ClientS
 
     trace.on_connection_create_start.append(on_start)
     trace.on_connection_create_end.append(on_end)
+    trace.on_request_chunk_sent.append(on_chunk_sent)
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S,
                                      ttl_dns_cache=3600)
     return aiohttp.ClientSession(connector=connector, trace_configs=[trace], auto_decompress=True,

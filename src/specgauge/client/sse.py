@@ -42,15 +42,28 @@ class SSEEvent:
 
 
 class TextDecoder:
-    """bytes -> str, holding a UTF-8 sequence split across reads until its last byte arrives."""
+    """bytes -> str, holding a UTF-8 sequence split across reads until its last byte arrives.
+
+    Fast path: while no partial sequence is held, a read that is whole valid UTF-8 is decoded
+    directly; otherwise (a split character, invalid bytes) the incremental decoder takes over.
+    """
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._holding = False  # the incremental decoder holds the start of a split character
 
     def decode(self, data: bytes) -> str:
-        return self._decoder.decode(data)
+        if not self._holding:
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        text = self._decoder.decode(data)
+        self._holding = bool(self._decoder.getstate()[0])
+        return text
 
     def flush(self) -> str:
+        self._holding = False
         return self._decoder.decode(b"", final=True)
 
 
@@ -116,7 +129,8 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Decode one read; returns the events it completed (often none, often several)."""
-        return self._on_lines(self._lines.decode(self._text.decode(chunk)))
+        lines = self._lines.decode(self._text.decode(chunk))
+        return self._on_lines(lines) if lines else []
 
     def close(self) -> list[SSEEvent]:
         """Stream end: flush a split character, the last line and an event with no blank line."""
@@ -143,7 +157,7 @@ class SSEDecoder:
                     self._event = None
                 continue
             if line.startswith("data:"):
-                value = line[6:] if line.startswith("data: ") else line[5:]
+                value = line[6:] if line[5:6] == " " else line[5:]
                 if self._data and _is_complete("\n".join(self._data)):  # single-newline framing
                     events.append(self._dispatch())
                 self._data.append(value)

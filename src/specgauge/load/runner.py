@@ -19,9 +19,9 @@ from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
 from specgauge.client.probe import detect_model
 from specgauge.client.records import RequestRecord
 from specgauge.client.send import send_request
+from specgauge.client.session import gc_frozen, open_session, warm_pool
 from specgauge.client.server_metrics import SpecCounters, counters_between, scrape_spec_snapshot
 from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
-from specgauge.load.session import gc_frozen, make_session, warm_pool
 from specgauge.suites.model import Suite
 
 T = TypeVar("T")
@@ -141,7 +141,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     num_prompts = len(suite.requests)
     items = [item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices]
     connect_ms: list[float] = []
-    async with make_session(timeouts, connect_ms) as session:
+    async with open_session(timeouts, connect_ms) as session:
         await warm_pool(session, endpoint, spec.pool_size, timeouts)
         if spec.warmup_requests:
             warm_order = prompt_order(spec.seed + WARMUP_SEED_OFFSET, num_prompts, spec.warmup_requests)

@@ -37,6 +37,7 @@ from time import perf_counter_ns
 
 import orjson
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 FAULTS = ("hang", "http_error", "not_sse", "malformed_json", "cut", "stall", "error_event", "empty",
           "no_done", "abort")
@@ -50,7 +51,9 @@ class Script:
 
     Timing: ``ttft_s`` after the request arrives the first chunk goes out, then one chunk every
     ``chunk_delay_s``; ``num_chunks`` chunks carrying ``tokens_per_chunk`` tokens each (an int, or
-    a tuple cycled over the chunks), each token's text ``token_text``. ``events_per_write`` > 1
+    a tuple cycled over the chunks), each token's text ``token_text``. ``ttft_jitter_s`` and
+    ``num_chunks_jitter`` add a deterministic per-request extra (0 to the jitter, from the request's
+    sequence number), so many streams do not all tick in lockstep. ``events_per_write`` > 1
     batches events into one socket write (the "as fast as it can" mode of the benchmark).
 
     Wire format: ``framing`` "lf" | "crlf" | "cr" | "single" (one newline between events);
@@ -70,6 +73,8 @@ class Script:
     ttft_s: float = 0.0
     chunk_delay_s: float = 0.0
     num_chunks: int = 8
+    ttft_jitter_s: float = 0.0
+    num_chunks_jitter: int = 0
     tokens_per_chunk: int | tuple[int, ...] = 1
     token_text: str = "tok "
     events_per_write: int = 1
@@ -86,6 +91,15 @@ class Script:
     fault_after_chunks: int = 2
     status: int = 500
     error_body: str = '{"error": {"message": "scripted failure", "type": "server_error"}}'
+
+    def for_request(self, number: int) -> "Script":
+        """This script with the jitter resolved for request ``number`` (a low-discrepancy sequence)."""
+        if not self.ttft_jitter_s and not self.num_chunks_jitter:
+            return self
+        fraction = (number * 0.6180339887498949) % 1.0
+        return dataclasses.replace(self, ttft_s=self.ttft_s + fraction * self.ttft_jitter_s,
+                                   num_chunks=self.num_chunks + round(fraction * self.num_chunks_jitter),
+                                   ttft_jitter_s=0.0, num_chunks_jitter=0)
 
     def tokens_at(self, chunk: int) -> int:
         if isinstance(self.tokens_per_chunk, int):
@@ -202,8 +216,9 @@ class _Stream:
         self.pending.append(framed)
         if tokens is not None:
             self.truth.chunk_send_ns.append(-1)  # stamped when the batch is written
-        if len(self.pending) >= self.script.events_per_write:
-            await self.flush()
+            if len(self.pending) >= self.script.events_per_write:
+                await self.flush()
+        # Other events (usage, [DONE]) go out with the next content write or the stream's end.
 
     async def flush(self) -> None:
         if not self.pending:
@@ -218,10 +233,27 @@ class _Stream:
         await self._write(data)
 
     async def finish(self) -> None:
-        await self.flush()
+        """Write what is queued and end the body (one write where possible)."""
+        data, self.pending = b"".join(self.pending), []
         if self.compressor is not None:
-            await self.response.write(self.compressor.flush())
-        await self.response.write_eof()
+            data = self.compressor.compress(data) + self.compressor.flush()
+        await self.response.write_eof(data)
+
+
+class _TimedRequestHandler(RequestHandler):
+    """aiohttp's connection handler, stamping when request bytes were read off the socket, so the
+    truth's ``t_recv_ns`` excludes the time the request then waited in this server's own loop."""
+
+    last_data_ns = 0
+
+    def data_received(self, data: bytes) -> None:
+        self.last_data_ns = perf_counter_ns()
+        super().data_received(data)
+
+
+class _TimedServer(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _TimedRequestHandler(self, loop=self._loop, **self._kwargs)
 
 
 class ScriptedServer:
@@ -246,29 +278,32 @@ class ScriptedServer:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._stopped: asyncio.Event | None = None
+        self._routes: dict = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def make_app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._openai)
-        app.router.add_post("/v1/completions", self._openai)
-        app.router.add_post("/generate", self._sglang)
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_get("/health", self._health)
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get(self.server_info_path, self._server_info)
-        app.router.add_get("/_truth", self._truth)
-        app.router.add_post("/_truth/reset", self._truth_reset)
-        return app
+    def routes(self) -> dict[tuple[str, str], object]:
+        return {("POST", "/v1/chat/completions"): self._openai, ("POST", "/v1/completions"): self._openai,
+                ("POST", "/generate"): self._sglang, ("GET", "/v1/models"): self._models,
+                ("GET", "/health"): self._health, ("GET", "/metrics"): self._metrics,
+                ("GET", self.server_info_path): self._server_info, ("GET", "/_truth"): self._truth,
+                ("POST", "/_truth/reset"): self._truth_reset}
+
+    async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        handler = self._routes.get((request.method, request.path))
+        if handler is None:
+            return web.json_response({"error": {"message": f"no route {request.method} {request.path}"}},
+                                     status=404)
+        return await handler(request)
 
     async def start_async(self) -> None:
         """Start serving on the running loop (binds ``port``; 0 picks a free one)."""
-        self._runner = web.AppRunner(self.make_app(), handle_signals=False, shutdown_timeout=0.2,
-                                     access_log=None)
+        self._routes = self.routes()
+        self._runner = web.ServerRunner(_TimedServer(self._dispatch, access_log=None), handle_signals=False,
+                                        shutdown_timeout=0.2)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True)
         await site.start()
@@ -342,12 +377,13 @@ class ScriptedServer:
         return response
 
     async def _serve(self, request: web.Request, api: str) -> web.StreamResponse:
-        t_recv = perf_counter_ns()
+        t_recv = getattr(request.protocol, "last_data_ns", 0) or perf_counter_ns()
         body = orjson.loads(await request.read())
         self.requests_seen.append(body)
         self.headers_seen.append(dict(request.headers))
-        script = self._script_for(_prompt_of(body))
-        truth = TruthRecord(self._next_id(), request.path, t_recv)
+        request_id = self._next_id()
+        script = self._script_for(_prompt_of(body)).for_request(self._count)
+        truth = TruthRecord(request_id, request.path, t_recv)
         early = await self._begin(request, truth, script)
         if isinstance(early, web.Response):
             return early
@@ -462,12 +498,12 @@ class ScriptedServer:
         for name, value in (self.sglang_gauges or {}).items():
             text += f"# TYPE sglang:{name} gauge\nsglang:{name}{{model_name=\"{self.model}\"}} {value}\n"
         if not text:
-            raise web.HTTPNotFound()
+            return web.Response(status=404, text="metrics are not enabled")
         return web.Response(text=text, content_type="text/plain")
 
     async def _server_info(self, request: web.Request) -> web.Response:
         if self.server_info is None:
-            raise web.HTTPNotFound()
+            return web.Response(status=404, text="no server info")
         return web.json_response(self.server_info)
 
     async def _truth(self, request: web.Request) -> web.Response:
