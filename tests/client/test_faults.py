@@ -59,6 +59,13 @@ async def test_scripted_fault_is_classified(api, script, error_class, message):
         assert len(record.chunk_times_ns) == script.fault_after_chunks  # the partial stream is kept
 
 
+async def test_error_body_is_kept_but_truncated():
+    with ScriptedServer(Script(fault="http_error", status=502, error_body="E" * 50_000)) as server:
+        record = await send_to(server.url)
+    assert record.error_class is ErrorClass.HTTP_5XX and record.status_code == 502
+    assert record.error_message.startswith("HTTP 502: EEEE") and len(record.error_message) <= 2000
+
+
 async def test_sglang_abort_finish_reason_is_a_server_error():
     with ScriptedServer(Script(fault="abort")) as server:
         record = await send_to(server.url, "sglang")

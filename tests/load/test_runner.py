@@ -3,6 +3,7 @@
 import pytest
 
 from specgauge.client.endpoint import Endpoint, Timeouts
+from specgauge.errors import UserError
 from specgauge.load.plan import PointSpec, prompt_order
 from specgauge.load.runner import run_point
 from specgauge.suites.model import Suite, SuiteRequest
@@ -116,6 +117,15 @@ async def test_vllm_counters_are_diffed_around_the_point():
     assert spec.accept_rate == pytest.approx(90 / 150)
     assert spec.per_position == pytest.approx([40 / 50, 30 / 50, 20 / 50])
     assert outcome.server_spec_before["vllm"]["num_drafts"] == 1000
+
+
+async def test_missing_tokenizer_fails_before_any_request(tmp_path):
+    with ScriptedServer(Script(num_chunks=2)) as server:
+        endpoint = Endpoint(server.url, api="sglang", tokenizer_path=str(tmp_path / "nope.json"))
+        with pytest.raises(UserError, match="tokenizer file not found"):
+            await run_point(endpoint, SUITE, PointSpec(mode="closed", concurrency=1, num_requests=2),
+                            on_record=lambda r: None)
+    assert server.truth == []
 
 
 async def test_on_record_failure_stops_the_point_with_that_error():

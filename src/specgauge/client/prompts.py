@@ -19,7 +19,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from specgauge.errors import UserError
+from specgauge.errors import UserError, require_extra
 from specgauge.suites.model import ChatMessage, SuiteRequest
 
 ROLE_LABELS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
@@ -47,6 +47,7 @@ def _chat_template(tokenizer_path: str):
         source = next((t.get("template") for t in source if t.get("name") == "default"), None)
     if not source:
         return None
+    require_extra("engine", "jinja2")
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 

@@ -19,6 +19,7 @@ from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
 from specgauge.client.probe import detect_model
 from specgauge.client.records import RequestRecord
 from specgauge.client.send import send_request
+from specgauge.client.tokens import load_tokenizer
 from specgauge.client.session import gc_frozen, open_session, warm_pool
 from specgauge.client.server_metrics import SpecCounters, counters_between, scrape_spec_snapshot
 from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
@@ -136,6 +137,8 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     request finishes; snapshot again and diff. Slots in ``skip_request_indices`` (already stored,
     ``--resume``) are not sent. Request faults are on the records; nothing here raises for them.
     """
+    if endpoint.tokenizer_path:
+        load_tokenizer(endpoint.tokenizer_path)  # a bad path fails here, before any request; and it is cached
     if endpoint.model is None and endpoint.api != "sglang":
         endpoint = dataclasses.replace(endpoint, model=await detect_model(endpoint))
     num_prompts = len(suite.requests)
