@@ -15,7 +15,8 @@ from contextlib import closing
 
 import pytest
 
-from specgauge.load.bench import run_benchmark
+from specgauge.load.bench import resumable_by_index, resume_benchmark, run_benchmark
+from specgauge.load.plan import PointSpec
 from specgauge.load.bench_config import BenchConfig
 from specgauge.store import Store
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest, write_suite_jsonl
@@ -217,6 +218,25 @@ async def test_duration_bounded_point(tmp_path):
     assert 0.25 <= point.aggregate.window_s < 1.5
 
 
+async def test_resume_finishes_closed_points_by_index_and_reruns_open_ones(tmp_path):
+    with ScriptedServer(Script(num_chunks=3)) as srv:
+        config = BenchConfig(url=srv.url, api="openai-chat", concurrency=(2,), rates=(50.0,), num_requests=6)
+        with Store.open(tmp_path / "r.db") as store:
+            run_id = (await run_benchmark(config, store)).run_id
+            points = store.get_points(run_id)
+            with closing(sqlite3.connect(tmp_path / "r.db")) as conn:  # as if killed after 3 of each
+                conn.execute("DELETE FROM requests WHERE request_index >= 3")
+                conn.execute("UPDATE points SET status = 'running'")
+                conn.execute("UPDATE runs SET status = 'running'")
+                conn.commit()
+            summary = await resume_benchmark(run_id, store)
+            closed, opened = (store.request_segments(p.id) for p in points)
+    assert summary.status == "done" and [p.aggregate.num_ok for p in summary.points] == [6, 6]
+    assert {seg: [r.request_index for r in rows] for seg, rows in closed.items()} == {0: [0, 1, 2], 1: [3, 4, 5]}
+    assert {seg: len(rows) for seg, rows in opened.items()} == {0: 6}   # rerun whole, one segment
+    assert summary.points[0].aggregate.segments == 2 and summary.points[1].aggregate.segments == 1
+
+
 def _stored_requests(db) -> list[tuple[int, int, int]]:
     conn = sqlite3.connect(db)
     try:
@@ -265,6 +285,12 @@ def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
     for got, want in zip(doc["points"], expected["points"]):
         assert (got["num_ok"], got["num_errors"], got["output_tokens"]) == (want["num_ok"], 0, want["output_tokens"])
     assert doc["points"][0]["segments"] == 1 and doc["points"][1]["segments"] == 2
+
+
+def test_which_partial_points_resume_by_index():
+    assert resumable_by_index(PointSpec(mode="closed", concurrency=4, num_requests=10))
+    assert not resumable_by_index(PointSpec(mode="closed", concurrency=4, duration_s=5))
+    assert not resumable_by_index(PointSpec(mode="open", rate=2, num_requests=10))
 
 
 def test_resume_of_a_finished_run_changes_nothing(server, tmp_path):

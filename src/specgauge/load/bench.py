@@ -123,6 +123,17 @@ def _restore_config(stored: dict, *, api_key: str | None, headers: tuple[tuple[s
     return BenchConfig.model_validate(data)
 
 
+def resumable_by_index(spec: PointSpec) -> bool:
+    """Whether a partial point can be finished by sending only its missing request indices.
+
+    Yes for a closed-loop point with a request count: the same users send the rest, each index
+    with its own prompt. No for a duration-bounded point (no fixed set of indices) and for an
+    open-loop point (the missing arrivals, sent at their scheduled times, would be a thinner
+    load than the stated rate): those rerun whole.
+    """
+    return spec.mode == "closed" and spec.num_requests is not None
+
+
 async def _run_points(run_id: int, store: Store, endpoint: Endpoint, suite: Suite, config: BenchConfig,
                       progress: BenchProgress) -> RunSummary:
     try:
@@ -148,8 +159,7 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
 
     spec = PointSpec(**point.spec)
     stored = store.measured_indices(point.id)
-    if stored and spec.num_requests is None:
-        # A duration-bounded point has no fixed set of indices to complete: it reruns whole.
+    if stored and not resumable_by_index(spec):
         store.delete_requests(point.id)
         stored = frozenset()
     segment = store.next_segment(point.id)
