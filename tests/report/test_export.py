@@ -108,13 +108,15 @@ def test_show_and_runs_print_tables(filled_db):
     shown = cli("show", "1", "--db", str(filled_db))
     assert shown.returncode == 0 and "c=8" in shown.stdout and "error rate 25% > 5%" in shown.stdout
     listed = cli("runs", "--db", str(filled_db))
-    assert listed.returncode == 0 and "smoke@1" in listed.stdout and "done" in listed.stdout
+    assert listed.returncode == 0 and "smoke@1" in listed.stdout and "c=1,c=8" in listed.stdout
+    row = next(line for line in listed.stdout.splitlines() if "smoke@1" in line)
+    assert "2/2" in row and row.rstrip("│ ").endswith("1")   # both points done, one flagged
 
 
 def test_summary_table_marks_flagged_points_in_red(filled_db):
     with Store.open(filled_db, create=False) as store:
         table = run_table(store.get_run(1), store.get_points(1))
-        listing = runs_table(store.list_runs())
+        listing = runs_table([(run, store.get_points(run.id)) for run in store.list_runs()])
     console = Console(record=True, width=200, color_system="truecolor")
     console.print(table)
     console.print(listing)

@@ -200,7 +200,7 @@ def runs_command(db: str) -> None:
     from specgauge.store import Store
 
     with Store.open(db, create=False) as store:
-        _console().print(runs_table(store.list_runs()))
+        _console().print(runs_table([(run, store.get_points(run.id)) for run in store.list_runs()]))
 
 
 @click.command("show")

@@ -103,16 +103,17 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
     return table
 
 
-def runs_table(runs: list[RunRow]) -> Table:
-    """The table of ``specgauge runs``."""
+def runs_table(runs: list[tuple[RunRow, list[PointRow]]]) -> Table:
+    """The table of ``specgauge runs``: one row per run, with its points done and flagged."""
     table = Table(title="runs", title_justify="left")
-    for header in ("id", "started (UTC)", "status", "api", "url", "model", "suite", "points"):
+    for header in ("id", "started (UTC)", "status", "api", "url", "model", "suite", "points", "done", "flagged"):
         table.add_column(header)
-    for run in runs:
-        cfg = run.config
-        points = [f"c={c}" for c in cfg.get("concurrency") or ()] + [f"{r:g}/s" for r in cfg.get("rates") or ()]
+    for run, points in runs:
+        labels = ",".join(describe_point(p.spec) for p in points) or "-"
+        done = sum(p.status == "done" for p in points)
+        flagged = sum(bool((p.aggregates or {}).get("flagged")) for p in points)
         status_style = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(run.status, "")
         table.add_row(str(run.id), run.started_at.replace("+00:00", ""), Text(run.status, style=status_style),
-                      run.api, run.url, run.model or "-", f"{run.suite_name}@{run.suite_version}",
-                      ",".join(points) or "c=1")
+                      run.api, run.url, run.model or "-", f"{run.suite_name}@{run.suite_version}", labels,
+                      f"{done}/{len(points)}", Text(str(flagged), style="red") if flagged else "0")
     return table
