@@ -149,7 +149,8 @@ def test_secrets_are_not_stored_and_resume_asks_for_them(server, tmp_path):
     assert again.returncode == 0, again.stderr
 
 
-def test_sigint_marks_the_run_interrupted(tmp_path):
+@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_sigint_and_sigterm_mark_the_run_interrupted(tmp_path, signum, exit_code):
     db = tmp_path / "r.db"
     with ScriptedServer(Script(ttft_s=0.05, num_chunks=2)) as srv:
         proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", srv.url, "--api", "openai-chat",
@@ -159,14 +160,15 @@ def test_sigint_marks_the_run_interrupted(tmp_path):
             deadline = time.monotonic() + 30
             while len(_stored_requests(db)) < 2 and time.monotonic() < deadline:
                 time.sleep(0.01)
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signum)
             _, stderr = proc.communicate(timeout=20)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
-    assert proc.returncode == 130 and "Traceback" not in stderr
-    assert stderr.strip().splitlines()[-1].startswith("specgauge: error: ")  # one line, no traceback
+    assert proc.returncode == exit_code and "Traceback" not in stderr
+    assert "finish it with: specgauge bench --resume 1" in stderr
+    assert stderr.strip().splitlines()[-1].startswith("specgauge: ")  # one closing line
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
 

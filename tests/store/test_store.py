@@ -181,3 +181,13 @@ def test_close_folds_the_write_ahead_log_into_the_file(tmp_path):
     assert not wal.exists() or wal.stat().st_size == 0
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 50
+
+
+def test_a_failing_write_is_one_user_error(tmp_path):
+    path = tmp_path / "r.db"
+    with Store.open(path) as store:
+        (point_id,) = store.add_points(new_run(store), [{}])
+        store._db.execute("PRAGMA query_only = ON")   # every write now fails inside SQLite
+        with pytest.raises(UserError, match="cannot write to the results store"):
+            store.add_request(point_id, full_record(0))
+        store._db.execute("PRAGMA query_only = OFF")

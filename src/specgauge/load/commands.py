@@ -5,7 +5,9 @@ Heavy imports (numpy, aiohttp, rich tables) stay inside the command bodies.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at i
 from specgauge.errors import UserError
 
 DB_OPTION_HELP = "results store (an SQLite file)"
+EXIT_TERMINATED = 128 + signal.SIGTERM
 # Options that define a run's load; --resume takes them from the stored run instead.
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "duration", "arrival",
                         "burstiness", "max_concurrency", "warmup", "seed", "max_tokens", "temperature",
@@ -159,7 +162,11 @@ def bench_command(ctx: click.Context, url, api, concurrency, rate, num_requests,
         if Path(db).exists():  # a bad --db file fails before the server is contacted
             Store.open(db, create=False).close()
         work = _checked_run(config, db)
-    summary, store_path = run_async(work)
+    try:
+        summary, store_path = run_async(work)
+    except asyncio.CancelledError:  # SIGTERM (see _terminate_on_sigterm): the run is marked interrupted
+        click.echo("specgauge: terminated", err=True)
+        raise click.exceptions.Exit(EXIT_TERMINATED) from None
     with Store.open(store_path, create=False) as store:
         _print_run(store, summary.run_id, to_stderr=output_json == "-")
         if output_json:
@@ -167,6 +174,13 @@ def bench_command(ctx: click.Context, url, api, concurrency, rate, num_requests,
 
             document = run_document(store.get_run(summary.run_id), store.get_points(summary.run_id))
             _write_text(output_json, json.dumps(document, indent=2) + "\n")
+
+
+def _terminate_on_sigterm() -> None:
+    """Let SIGTERM cancel the running sweep like Ctrl-C does, so the run is marked interrupted."""
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 async def _checked_run(config, db: str):
@@ -179,6 +193,7 @@ async def _checked_run(config, db: str):
 
     await check_reachable(Endpoint(base_url=config.url, api=config.api, api_key=config.api_key,
                                    headers=config.headers))
+    _terminate_on_sigterm()
     with Store.open(db) as store:
         return await run_benchmark(config, store, RichProgress()), store.path
 
@@ -188,6 +203,7 @@ async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tupl
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
+    _terminate_on_sigterm()
     with Store.open(db, create=False) as store:
         return await resume_benchmark(run_id, store, RichProgress(), api_key=api_key, headers=headers), store.path
 

@@ -66,6 +66,8 @@ class RichProgress:
 
     def run_finished(self, run_id: int, status: str) -> None:
         self._progress.stop()
+        if status != "done":
+            self.console.print(f"specgauge: run {run_id} {status}; finish it with: specgauge bench --resume {run_id}")
 
 
 def _ms(value: float | None) -> str:

@@ -301,6 +301,8 @@ class Store:
             self._db.execute(f"INSERT INTO requests ({columns}) VALUES ({marks})", tuple(row.values()))
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"request {record.request_index} of point {point_id} is stored already") from exc
+        except sqlite3.Error as exc:  # disk full, file removed, read-only...: one line, not a traceback
+            raise UserError(f"cannot write to the results store {self.path}: {exc}") from None
 
     def measured_indices(self, point_id: int) -> frozenset[int]:
         """Request indices of the point's measured requests that are stored."""
