@@ -14,14 +14,13 @@ server: ``t_recv_ns`` when the request's last bytes were read, ``chunk_send_ns``
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 from time import perf_counter_ns
 
 import orjson
 
-from specgauge.testing.scripted_server import Script, TruthRecord
+from specgauge.testing.scripted_server import Script, TruthRecord, serve_in_process
 
 HEADERS_END = b"\r\n\r\n"
 STREAM_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -134,12 +133,12 @@ class LeanServer:
         self._count = 0
         self._server: asyncio.AbstractServer | None = None
 
-    async def start(self) -> None:
+    async def start_async(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._server = await self.loop.create_server(lambda: _Protocol(self), "127.0.0.1", self.port, backlog=4096)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    async def stop(self) -> None:
+    async def stop_async(self) -> None:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -170,30 +169,7 @@ class LeanServer:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve in this process: prints ``PORT <n>`` once listening."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--script", default="{}", help="Script fields as JSON (timing fields are used)")
-    args = parser.parse_args(argv)
-    fields = orjson.loads(args.script)
-    if isinstance(fields.get("tokens_per_chunk"), list):
-        fields["tokens_per_chunk"] = tuple(fields["tokens_per_chunk"])
-    server = LeanServer(Script(**fields), port=args.port)
-
-    async def serve() -> None:
-        await server.start()
-        print(f"PORT {server.port}", flush=True)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await server.stop()
-
-    try:
-        import uvloop
-        uvloop.run(serve())
-    except ImportError:
-        asyncio.run(serve())
-    except KeyboardInterrupt:
-        pass
+    serve_in_process(__doc__.splitlines()[0], lambda script, port: LeanServer(script, port=port), argv)
 
 
 if __name__ == "__main__":

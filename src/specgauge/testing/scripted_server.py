@@ -193,7 +193,7 @@ class _Stream:
         self.pending: list[bytes] = []
         self.compressor = zlib.compressobj(wbits=31) if script.gzip else None
 
-    async def _write(self, data: bytes) -> None:
+    async def write_raw(self, data: bytes) -> None:
         if self.compressor is not None:
             data = self.compressor.compress(data) + self.compressor.flush(zlib.Z_SYNC_FLUSH)
         await self.response.write(data)
@@ -208,10 +208,10 @@ class _Stream:
             self.truth.chunk_tokens.append(tokens)
         if self.script.split_utf8 and tokens is not None:
             cut = framed.index(b"\xc3") + 1 if b"\xc3" in framed else len(framed) // 2
-            await self._write(framed[:cut])
+            await self.write_raw(framed[:cut])
             await asyncio.sleep(0.005)
             self.truth.chunk_send_ns.append(perf_counter_ns())
-            await self._write(framed[cut:])
+            await self.write_raw(framed[cut:])
             return
         self.pending.append(framed)
         if tokens is not None:
@@ -230,7 +230,7 @@ class _Stream:
             if stamps[i] != -1:
                 break
             stamps[i] = now
-        await self._write(data)
+        await self.write_raw(data)
 
     async def finish(self) -> None:
         """Write what is queued and end the body (one write where possible)."""
@@ -405,7 +405,7 @@ class ScriptedServer:
                            t_recv: int, include_usage: bool) -> None:
         prompt_tokens = len(_prompt_of(body).split())
         if script.comments:
-            await stream._write(b": connected\n\n")
+            await stream.write_raw(b": connected\n\n")
         if script.fault == "empty":
             await stream.event(b"[DONE]", None)
             return
@@ -523,16 +523,18 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Serve in this process (for benchmarks): prints ``PORT <n>`` once listening."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def serve_in_process(description: str, make_server, argv: list[str] | None = None) -> None:
+    """Command-line entry shared by the test servers: ``--port``, ``--script JSON``; builds the
+    server with ``make_server(script, port)``, prints ``PORT <n>`` once listening, serves until
+    killed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", default="{}", help="Script fields as JSON")
     args = parser.parse_args(argv)
     fields = orjson.loads(args.script)
     if isinstance(fields.get("tokens_per_chunk"), list):
         fields["tokens_per_chunk"] = tuple(fields["tokens_per_chunk"])
-    server = ScriptedServer(Script(**fields), port=args.port)
+    server = make_server(Script(**fields), args.port)
 
     async def serve() -> None:
         await server.start_async()
@@ -549,6 +551,11 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(serve())
     except KeyboardInterrupt:
         pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve in this process (for benchmarks): prints ``PORT <n>`` once listening."""
+    serve_in_process(__doc__.splitlines()[0], lambda script, port: ScriptedServer(script, port=port), argv)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,30 @@ def add_chunk(record: RequestRecord, state: StreamState, t_ns: int, text: str,
     state.cumulative_tokens.append(cumulative_tokens)
 
 
+SPEC_FIELDS = (("spec_verify_ct", int), ("spec_accept_length", float), ("spec_accept_rate", float))
+
+
+def copy_spec_fields(src: dict, record: RequestRecord) -> None:
+    """Per-request speculation figures a server reports under these names (SGLang ``meta_info``,
+    OpenAI-compatible extras): ``spec_verify_ct``, ``spec_accept_length``, ``spec_accept_rate``."""
+    for name, kind in SPEC_FIELDS:
+        value = src.get(name)
+        if value is not None:
+            setattr(record, name, kind(value))
+
+
+def copy_token_counts(src: dict, record: RequestRecord) -> int | None:
+    """``prompt_tokens`` and (cumulative) ``completion_tokens`` from OpenAI ``usage`` or SGLang
+    ``meta_info``; returns the completion count (None when absent)."""
+    prompt = src.get("prompt_tokens")
+    if prompt is not None:
+        record.prompt_tokens = prompt
+    completion = src.get("completion_tokens")
+    if completion is not None:
+        record.output_tokens = completion
+    return completion
+
+
 def bad_event(data: str) -> EventError:
     return EventError(ErrorClass.BAD_JSON, f"event is not the JSON object the API promises: {data[:200]!r}")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import orjson
 
-from specgauge.client.adapters.base import EventError, bad_event, server_error_message
+from specgauge.client.adapters.base import (EventError, bad_event, copy_spec_fields, copy_token_counts,
+                                            server_error_message)
 from specgauge.client.records import ErrorClass, RequestRecord
 
 
@@ -43,26 +44,8 @@ def read_usage(obj: dict, record: RequestRecord) -> int | None:
     usage = obj.get("usage")
     completion = None
     if usage:
-        prompt = usage.get("prompt_tokens")
-        if prompt is not None:
-            record.prompt_tokens = prompt
-        completion = usage.get("completion_tokens")
-        if completion is not None:
-            record.output_tokens = completion
-        read_spec_extras(usage, record)
+        completion = copy_token_counts(usage, record)
+        copy_spec_fields(usage, record)
     if "spec_accept_length" in obj or "spec_verify_ct" in obj:
-        read_spec_extras(obj, record)
+        copy_spec_fields(obj, record)
     return completion
-
-
-def read_spec_extras(src: dict, record: RequestRecord) -> None:
-    """Per-request speculation figures: ``spec_accept_length``, ``spec_accept_rate``, ``spec_verify_ct``."""
-    value = src.get("spec_accept_length")
-    if value is not None:
-        record.spec_accept_length = float(value)
-    value = src.get("spec_accept_rate")
-    if value is not None:
-        record.spec_accept_rate = float(value)
-    value = src.get("spec_verify_ct")
-    if value is not None:
-        record.spec_verify_ct = int(value)

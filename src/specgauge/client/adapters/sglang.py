@@ -11,7 +11,7 @@ from __future__ import annotations
 import orjson
 
 from specgauge.client.adapters.base import (Adapter, EventError, StreamState, add_chunk, bad_event,
-                                            server_error_message)
+                                            copy_spec_fields, copy_token_counts, server_error_message)
 from specgauge.client.prompts import prompt_text
 from specgauge.client.records import ErrorClass, RequestRecord
 from specgauge.suites.model import SuiteRequest
@@ -27,23 +27,10 @@ HISTOGRAM_KEYS = ("spec_accept_histogram", "spec_correct_drafts_histogram")
 
 def read_meta_info(meta: dict, record: RequestRecord) -> None:
     """Copy SGLang ``meta_info`` (cumulative fields; the last event's values win) into ``record``."""
-    value = meta.get("prompt_tokens")
-    if value is not None:
-        record.prompt_tokens = value
-    value = meta.get("completion_tokens")
-    if value is not None:
-        record.output_tokens = value
+    copy_token_counts(meta, record)
     if record.server_request_id is None and meta.get("id") is not None:
         record.server_request_id = str(meta["id"])
-    value = meta.get("spec_verify_ct")
-    if value is not None:
-        record.spec_verify_ct = int(value)
-    value = meta.get("spec_accept_length")
-    if value is not None:
-        record.spec_accept_length = float(value)
-    value = meta.get("spec_accept_rate")
-    if value is not None:
-        record.spec_accept_rate = float(value)
+    copy_spec_fields(meta, record)
     for correct_key, proposed_key in DRAFT_COUNT_KEYS:
         if correct_key in meta or proposed_key in meta:
             if meta.get(correct_key) is not None:
