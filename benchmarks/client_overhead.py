@@ -7,7 +7,9 @@ truth (``perf_counter_ns`` when each request arrived and when each chunk was wri
 - at 128 and 512 concurrent streams: client TTFT minus server-truth TTFT (median, p99), measured
   ITL versus the truth (%), connection set-up time (its own figure: the pool is warmed first),
   and the runner's send lag;
-- at 64 streams with the server writing as fast as it can: content chunks consumed per second.
+- at 64 streams with the server writing as fast as it can: content chunks consumed per second;
+- the same accuracy figures for the issue's reference "plain aiohttp + uvloop client" (no pool
+  warm-up, send time taken before ``session.post``), side by side in the same run.
 
 Targets (issue 2): TTFT error <= 2 ms median, <= 10 ms p99; ITL within 2 %; >= 100,000 chunks/s.
 Peer clients (GuideLLM, SGLang's bench_serving, vLLM's bench) are reported when installed.
@@ -25,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -114,6 +117,57 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
             "send_lag_ms_p50": percentile(outcome.send_lag_ms, 50), "send_lag_ms_p99": percentile(outcome.send_lag_ms, 99)}
 
 
+async def _plain_client(url: str, concurrency: int, num_requests: int) -> list[tuple[str, int, int, list[int]]]:
+    """The reference "plain aiohttp + uvloop client written in a few minutes" of the issue: one
+    shared session, no pool warm-up, send time taken before ``session.post``, ``readany`` + split.
+    Returns ``(server id, t_send_ns, t_first_ns, chunk times)`` per request."""
+    import aiohttp
+    import orjson
+
+    body = orjson.dumps({"model": "scripted-model", "prompt": "hello", "max_tokens": 64, "stream": True})
+    results, remaining = [], iter(range(num_requests))
+
+    async def user(session: aiohttp.ClientSession) -> None:
+        for _ in remaining:
+            t_send, times, request_id, buffer = time.perf_counter_ns(), [], "", b""
+            async with session.post(url + "/v1/completions", data=body) as resp:
+                while chunk := await resp.content.readany():
+                    now = time.perf_counter_ns()
+                    buffer += chunk
+                    *events, buffer = buffer.split(b"\n\n")
+                    for event in events:
+                        if event.startswith(b"data: {"):
+                            obj = orjson.loads(event[6:])
+                            if obj.get("choices"):
+                                request_id = obj["id"]
+                                times.append(now)
+            results.append((request_id, t_send, times[0] if times else 0, times))
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        await asyncio.gather(*(user(session) for _ in range(concurrency)))
+    return results
+
+
+def plain_accuracy(concurrency: int, waves: int, script: dict) -> dict:
+    """The same point with the plain reference client, for a side-by-side figure."""
+    with ServerProcess(script) as server:
+        results = run_async(_plain_client(server.url, concurrency, concurrency * waves))
+        truth = server.truth()
+    errors_ms, itl_pct = [], []
+    for request_id, t_send, t_first, times in results:
+        t = truth.get(request_id)
+        if t is None or not t_first:
+            continue
+        errors_ms.append(((t_first - t_send) - (t["chunk_send_ns"][0] - t["t_recv_ns"])) / 1e6)
+        sends = t["chunk_send_ns"]
+        if len(times) > 1 and len(sends) > 1:
+            client_itl = (times[-1] - times[0]) / (len(times) - 1)
+            truth_itl = (sends[-1] - sends[0]) / (len(sends) - 1)
+            itl_pct.append(100 * (client_itl - truth_itl) / truth_itl)
+    return {"ttft_error_ms_p50": percentile(errors_ms, 50), "ttft_error_ms_p99": percentile(errors_ms, 99),
+            "itl_error_pct_mean": statistics.fmean(itl_pct) if itl_pct else float("nan")}
+
+
 def throughput(streams: int, chunks_per_request: int, requests_per_stream: int) -> dict:
     """Content chunks the client consumes per second, the server writing as fast as it can."""
     script = {"num_chunks": chunks_per_request, "tokens_per_chunk": 1, "events_per_write": 16,
@@ -137,6 +191,8 @@ def main() -> None:
     parser.add_argument("--chunk-delay-ms", type=float, default=20.0)
     parser.add_argument("--chunks", type=int, default=32, help="chunks per request (accuracy points)")
     parser.add_argument("--chunks-jitter", type=int, default=16, help="per-request extra chunks, 0 to this")
+    parser.add_argument("--no-plain", dest="plain", action="store_false",
+                        help="skip the plain aiohttp reference client")
     parser.add_argument("--throughput-streams", type=int, default=64)
     parser.add_argument("--throughput-chunks", type=int, default=2000)
     args = parser.parse_args()
@@ -156,6 +212,11 @@ def main() -> None:
         print(f"       connect: {r['connections']} connections opened before the window, median "
               f"{r['connect_ms_p50']:.2f} ms, max {r['connect_ms_max']:.2f} ms; "
               f"send lag median {r['send_lag_ms_p50']:.2f} ms, p99 {r['send_lag_ms_p99']:.2f} ms")
+        if args.plain:
+            p = plain_accuracy(level, args.waves, script)
+            print(f"       plain aiohttp+uvloop reference client, same point: TTFT - truth median "
+                  f"{p['ttft_error_ms_p50']:+.2f} ms, p99 {p['ttft_error_ms_p99']:+.2f} ms; "
+                  f"ITL vs truth {p['itl_error_pct_mean']:+.3f} % mean")
     t = throughput(args.throughput_streams, args.throughput_chunks, 2)
     print(f"  {t['streams']:4d} streams, server as fast as it can: {t['chunks']} chunks in {t['seconds']:.2f} s "
           f"= {t['chunks_per_s']:,.0f} chunks/s (target >= 100,000; {t['errors']} errors)")
