@@ -128,3 +128,4 @@ async def test_check_reachable_names_the_url_and_reason():
         await check_reachable(Endpoint(url, api="openai-chat"))
     with ScriptedServer() as server:
         await check_reachable(Endpoint(server.url, api="sglang"))
+

@@ -1,12 +1,16 @@
 """``send_request``: one streamed request, timed, parsed, and classified — never raising.
 
-Timestamps are ``time.perf_counter_ns()``: just before the request is written (``t_send_ns``; with a
-session from :func:`specgauge.client.session.open_session` it is stamped by aiohttp's
-``on_request_chunk_sent`` trace right before the bytes go to the socket — on Python < 3.12 aiohttp
-writes the body in a task of its own, so a stamp taken before ``session.post`` would also count
-the client's work on other requests queued ahead of that task; the runner's send lag shows that),
+Timestamps are ``time.perf_counter_ns()``: just before the request is written (``t_send_ns``),
 response headers (``t_headers_ns``), each read that completed a content-bearing event
 (``chunk_times_ns``; events that arrive in the same read share its time), and the end.
+
+With a session from :func:`specgauge.client.session.open_session` (the runner's), ``t_send_ns`` is
+stamped by aiohttp's ``on_request_chunk_sent`` trace right before the bytes go to the socket (on
+Python < 3.12 aiohttp writes the body in a task of its own, so a stamp taken before ``session.post``
+would also count the client's work on other requests queued ahead of that task; the runner's send
+lag shows that work instead), and a chunk's time is when its bytes were read off the socket
+(:class:`~specgauge.client.session.StampingResponseHandler`), not when this coroutine resumed.
+With any other session both fall back to the time seen here.
 Every fault ends up as ``record.error_class`` / ``record.error_message``; only cancellation
 propagates (the record is marked ``cancelled`` first).
 """
@@ -86,6 +90,9 @@ async def _read_stream(response: aiohttp.ClientResponse, record: RequestRecord, 
     decoder = SSEDecoder()
     reader = response.content
     loop = asyncio.get_running_loop()
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    socket_stamps = isinstance(getattr(protocol, "last_data_ns", None), int)  # a StampingConnector
     last_read = loop.time()
     async with asyncio.timeout(None) as deadline:
         def watchdog() -> None:
@@ -101,7 +108,7 @@ async def _read_stream(response: aiohttp.ClientResponse, record: RequestRecord, 
                 chunk = await reader.readany()
                 if not chunk:
                     break
-                t_ns = perf_counter_ns()
+                t_ns = protocol.last_data_ns if socket_stamps else perf_counter_ns()
                 last_read = loop.time()
                 for event in decoder.feed(chunk):
                     data = event.data

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 from contextlib import contextmanager
 from time import perf_counter_ns
 from typing import Iterator
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
 
 from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
 
@@ -16,11 +18,36 @@ KEEPALIVE_S = 300.0
 WARM_PATHS = ("/v1/models", "/health")
 
 
+class StampingResponseHandler(ResponseHandler):
+    """aiohttp's client protocol, noting when response bytes were last read off the socket.
+
+    ``send_request`` stamps each chunk with this time rather than the moment its coroutine
+    resumed, so a chunk's time does not include the event loop's work on other streams that
+    became readable in the same turn (the same place the test servers stamp their truth).
+    """
+
+    last_data_ns = 0
+
+    def data_received(self, data: bytes) -> None:
+        if data:  # aiohttp calls data_received(b"") to resume its parser: not an arrival
+            self.last_data_ns = perf_counter_ns()
+        super().data_received(data)
+
+
+class StampingConnector(aiohttp.TCPConnector):
+    """A ``TCPConnector`` whose connections use :class:`StampingResponseHandler`."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._factory = functools.partial(StampingResponseHandler, loop=self._loop)
+
+
 def open_session(timeouts: Timeouts, connect_ms: list[float] | None = None) -> aiohttp.ClientSession:
     """One ``ClientSession`` for a whole point: no connection limit (the load mode is the limit),
     long keep-alive, gzip decoded by aiohttp. Its traces stamp each request's write time for
-    :func:`specgauge.client.send.send_request` and append every new connection's set-up time (ms)
-    to ``connect_ms``."""
+    :func:`specgauge.client.send.send_request`, its connections stamp each read (see
+    :class:`StampingResponseHandler`), and every new connection's set-up time (ms) is appended to
+    ``connect_ms``."""
     connect_ms = connect_ms if connect_ms is not None else []
     trace = aiohttp.TraceConfig()
 
@@ -38,8 +65,7 @@ def open_session(timeouts: Timeouts, connect_ms: list[float] | None = None) -> a
     trace.on_connection_create_start.append(on_start)
     trace.on_connection_create_end.append(on_end)
     trace.on_request_chunk_sent.append(on_chunk_sent)
-    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S,
-                                     ttl_dns_cache=3600)
+    connector = StampingConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S, ttl_dns_cache=3600)
     return aiohttp.ClientSession(connector=connector, trace_configs=[trace], auto_decompress=True,
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect_s))
 
