@@ -157,8 +157,6 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
             response = await session.post(url, data=body, headers=headers, timeout=client_timeout(timeouts),
                                           trace_request_ctx=stamp)
         record.t_headers_ns = perf_counter_ns()
-        if stamp.t_write_ns is not None:
-            record.t_send_ns = stamp.t_write_ns
         record.status_code = response.status
         if response.status >= 400:
             async with asyncio.timeout(timeouts.read_s):
@@ -178,6 +176,8 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
         error_class, message = classify_exception(exc, record.t_headers_ns is not None)
         record.fail(error_class, message, perf_counter_ns())
     finally:
+        if stamp.t_write_ns is not None:
+            record.t_send_ns = stamp.t_write_ns
         if response is not None:
             response.release()
         _finish(record, state, endpoint)
