@@ -15,6 +15,7 @@ from contextlib import closing
 
 import pytest
 
+from specgauge.cli import main
 from specgauge.load.bench import resumable_by_index, resume_benchmark, run_benchmark
 from specgauge.load.plan import PointSpec
 from specgauge.load.bench_config import BenchConfig
@@ -28,6 +29,21 @@ CONTRACT_STATS = ("ttft_ms", "tpot_ms", "icl_ms", "itl_ms", "e2e_ms")
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True,
                           timeout=timeout)
+
+
+@pytest.fixture
+def cli_here(capsys):
+    """The same entry point (``specgauge.cli.main``) run in this process, without an interpreter
+    start-up each time: for the many misuse cases. Returns what :func:`cli` returns."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
+
+    return run
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
@@ -134,9 +150,9 @@ def test_vllm_counters_give_the_points_server_side_acceptance(tmp_path):
     assert point["accept_length"] == pytest.approx(2.5) and point["accept_length_source"] == "server_point"
 
 
-def test_secrets_are_not_stored_and_resume_asks_for_them(server, tmp_path):
+def test_secrets_are_not_stored_and_resume_asks_for_them(cli_here, server, tmp_path):
     db = tmp_path / "r.db"
-    result = cli("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--api-key", "sk-very-secret",
+    result = cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--api-key", "sk-very-secret",
                  "--header", "Authorization: Bearer hdr-secret", "--header", "X-Team: infra", "--db", str(db))
     assert result.returncode == 0, result.stderr
     raw = db.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("r.db-*"))
@@ -144,8 +160,8 @@ def test_secrets_are_not_stored_and_resume_asks_for_them(server, tmp_path):
     with closing(sqlite3.connect(db)) as conn:   # pretend it was killed, so resume has work to do
         conn.execute("UPDATE points SET status = 'running'")
         conn.commit()
-    assert_one_line_error(cli("bench", "--resume", "1", "--db", str(db)), "Authorization", "--header")
-    again = cli("bench", "--resume", "1", "--db", str(db), "--header", "Authorization: Bearer hdr-secret")
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db)), "Authorization", "--header")
+    again = cli_here("bench", "--resume", "1", "--db", str(db), "--header", "Authorization: Bearer hdr-secret")
     assert again.returncode == 0, again.stderr
 
 
@@ -273,7 +289,8 @@ def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
         assert 15 <= len(stored) < 24, "the kill should land inside the second point"
         with closing(sqlite3.connect(db)) as conn:
             assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]
-            assert conn.execute("SELECT status FROM points ORDER BY point_index").fetchall() == [("done",), ("running",)]
+            statuses = conn.execute("SELECT status FROM points ORDER BY point_index").fetchall()
+            assert statuses == [("done",), ("running",)]
 
         resumed = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
         assert resumed.returncode == 0, resumed.stderr
@@ -295,10 +312,10 @@ def test_which_partial_points_resume_by_index():
     assert not resumable_by_index(PointSpec(mode="open", rate=2, num_requests=10))
 
 
-def test_resume_of_a_finished_run_changes_nothing(server, tmp_path):
+def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
     db = tmp_path / "r.db"
-    assert cli("bench", server.url, "--api", "openai-chat", "--num-requests", "3", "--db", str(db)).returncode == 0
-    again = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+    assert cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "3", "--db", str(db)).returncode == 0
+    again = cli_here("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["points"][0]["num_ok"] == 3 and len(_stored_requests(db)) == 3
 
@@ -318,17 +335,17 @@ def test_resume_of_a_finished_run_changes_nothing(server, tmp_path):
     (["--suite", "no-such-suite"], ["unknown suite 'no-such-suite'"]),
     (["--suite", "missing.jsonl"], ["suite file not found"]),
 ])
-def test_bad_options_exit_2_with_one_line(args, needles, tmp_path):
-    result = cli("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))
+def test_bad_options_exit_2_with_one_line(cli_here, args, needles, tmp_path):
+    result = cli_here("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))
     assert_one_line_error(result, *needles)
     assert not (tmp_path / "r.db").exists()     # misuse creates no store file
 
 
-def test_unknown_api_missing_url_and_bad_scheme(tmp_path):
-    assert_one_line_error(cli("bench", "http://127.0.0.1:9", "--api", "grpc"), "--api", "grpc")
-    assert_one_line_error(cli("bench", "--api", "sglang"), "missing URL")
-    assert_one_line_error(cli("bench", "http://127.0.0.1:9"), "missing --api")
-    assert_one_line_error(cli("bench", "ftp://127.0.0.1:9", "--api", "sglang"), "URL", "http://")
+def test_unknown_api_missing_url_and_bad_scheme(cli_here, tmp_path):
+    assert_one_line_error(cli_here("bench", "http://127.0.0.1:9", "--api", "grpc"), "--api", "grpc")
+    assert_one_line_error(cli_here("bench", "--api", "sglang"), "missing URL")
+    assert_one_line_error(cli_here("bench", "http://127.0.0.1:9"), "missing --api")
+    assert_one_line_error(cli_here("bench", "ftp://127.0.0.1:9", "--api", "sglang"), "URL", "http://")
 
 
 def test_unreachable_url_fails_before_start(tmp_path):
@@ -338,21 +355,22 @@ def test_unreachable_url_fails_before_start(tmp_path):
     assert "refused" in line and not db.exists()
 
 
-def test_resume_errors(server, tmp_path):
+def test_resume_errors(cli_here, server, tmp_path):
     db = tmp_path / "r.db"
-    assert_one_line_error(cli("bench", "--resume", "1", "--db", str(db)), "no results store")
-    assert cli("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db)).returncode == 0
-    assert_one_line_error(cli("bench", "--resume", "99", "--db", str(db)), "no run 99")
-    assert_one_line_error(cli("bench", "--resume", "1", "--concurrency", "8", "--db", str(db)),
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db)), "no results store")
+    made = cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db))
+    assert made.returncode == 0, made.stderr
+    assert_one_line_error(cli_here("bench", "--resume", "99", "--db", str(db)), "no run 99")
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--concurrency", "8", "--db", str(db)),
                           "--resume", "--concurrency")
-    assert_one_line_error(cli("bench", server.url, "--resume", "1", "--db", str(db)), "drop URL")
+    assert_one_line_error(cli_here("bench", server.url, "--resume", "1", "--db", str(db)), "drop URL")
 
 
-def test_bad_db_files(tmp_path):
+def test_bad_db_files(cli_here, tmp_path):
     text_file = tmp_path / "notes.db"
     text_file.write_text("not a database\n" * 100)
     for command in (["bench", "http://127.0.0.1:9", "--api", "sglang"], ["runs"], ["show", "1"],
                     ["export", "1"]):
-        assert_one_line_error(cli(*command, "--db", str(text_file)), "not a specgauge results file")
-    assert_one_line_error(cli("runs", "--db", str(tmp_path)), "is a directory")
-    assert_one_line_error(cli("show", "1", "--db", str(tmp_path / "absent.db")), "no results store")
+        assert_one_line_error(cli_here(*command, "--db", str(text_file)), "not a specgauge results file")
+    assert_one_line_error(cli_here("runs", "--db", str(tmp_path)), "is a directory")
+    assert_one_line_error(cli_here("show", "1", "--db", str(tmp_path / "absent.db")), "no results store")
