@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from specgauge import __version__
 from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_point, server_spec_as_dict,
                                           window_from_records)
+from specgauge.client.probe import check_reachable, detect_model, fingerprint
 from specgauge.errors import UserError
 from specgauge.load.bench_config import REDACTED, BenchConfig, describe_point
 from specgauge.load.plan import Endpoint, PointSpec
+from specgauge.load.runner import PointOutcome, run_point
 from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import PointRow, Store
 from specgauge.suites.model import Suite
@@ -56,8 +58,6 @@ async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgre
     Raises :class:`UserError` before anything is stored when the suite is unknown or the server
     cannot be reached.
     """
-    from specgauge.client.probe import check_reachable, detect_model, fingerprint
-
     progress = progress or NullProgress()
     suite = load_suite(config.suite)
     specs = config.point_specs()
@@ -70,8 +70,7 @@ async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgre
         tool_version=__version__, host=platform.node(), url=config.url, api=config.api, model=model,
         config=config.stored(), suite_name=suite.name, suite_version=suite.version,
         suite_hash=suite.content_hash, server_fingerprint=server,
-        server_info=server.get("server_info") if isinstance(server, dict) else None,
-        response_headers=server.get("headers") if isinstance(server, dict) else None,
+        server_info=server.get("server_info"), response_headers=server.get("headers"),
     )
     store.add_points(run_id, [dataclasses.asdict(spec) for spec in specs])
     progress.run_started(run_id, len(specs), resumed=False)
@@ -86,8 +85,6 @@ async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | 
 
     ``api_key`` (else ``OPENAI_API_KEY``) and ``headers`` supply the secrets that were not stored.
     """
-    from specgauge.client.probe import check_reachable
-
     progress = progress or NullProgress()
     run = store.get_run(run_id)
     config = _restore_config(run.config, api_key=api_key, headers=headers)
@@ -155,8 +152,6 @@ async def _run_points(run_id: int, store: Store, endpoint: Endpoint, suite: Suit
 
 async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: Suite, config: BenchConfig,
                      progress: BenchProgress) -> None:
-    from specgauge.load.runner import run_point
-
     spec = PointSpec(**point.spec)
     stored = store.measured_indices(point.id)
     if stored and not resumable_by_index(spec):
@@ -174,34 +169,41 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
     if spec.num_requests is None or len(stored) < spec.num_requests:
         outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored)
         store.checkpoint()  # between points, never inside a measured window
-
-    segments = store.request_segments(point.id)
-    windows: list[Window] = []
-    for number, records in segments.items():
-        if outcome is not None and number == segment:
-            windows.append(Window(outcome.window_start_ns, outcome.window_end_ns))
-        else:  # an earlier session, cut short: its window is first send → last end
-            window = window_from_records(records)
-            if window is not None:
-                windows.append(window)
-    records = [r for group in segments.values() for r in group]
-    resumed = len(windows) > 1
-    server_spec = outcome.server_spec if outcome is not None else None
-    aggregate = aggregate_point(
-        records, windows,
-        connect_ms=outcome.connect_ms if outcome is not None else (),
-        send_lag_ms=None if resumed or outcome is None else outcome.send_lag_ms,
-        server_spec=server_spec, max_error_rate=config.max_error_rate,
-    )
-    if resumed and aggregate.server_spec is not None:
-        aggregate = dataclasses.replace(
-            aggregate, server_spec={**aggregate.server_spec, "covers": "the last segment of a resumed point only"})
+    windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate)
     store.finish_point(
         point.id, windows=[[w.start_ns, w.end_ns] for w in windows], aggregates=aggregate.to_dict(),
         server_spec_before=server_spec_as_dict(outcome.server_spec_before) if outcome is not None else None,
         server_spec_after=server_spec_as_dict(outcome.server_spec_after) if outcome is not None else None,
     )
     progress.point_finished(point.point_index, aggregate)
+
+
+def _aggregate_stored(store: Store, point_id: int, outcome: PointOutcome | None, segment: int,
+                      max_error_rate: float) -> tuple[list[Window], PointAggregate]:
+    """Aggregate every stored request of the point over the windows of all its segments.
+
+    The segment just run has the runner's window; an earlier one, cut short by a kill, spans its
+    first send to its last stored end. Server counters and connect times cover the last run only.
+    """
+    segments = store.request_segments(point_id)
+    windows: list[Window] = []
+    for number, records in segments.items():
+        if outcome is not None and number == segment:
+            windows.append(Window(outcome.window_start_ns, outcome.window_end_ns))
+        elif (window := window_from_records(records)) is not None:
+            windows.append(window)
+    resumed = len(windows) > 1
+    aggregate = aggregate_point(
+        [r for group in segments.values() for r in group], windows,
+        connect_ms=outcome.connect_ms if outcome is not None else (),
+        send_lag_ms=None if resumed or outcome is None else outcome.send_lag_ms,
+        server_spec=outcome.server_spec if outcome is not None else None,
+        max_error_rate=max_error_rate,
+    )
+    if resumed and aggregate.server_spec is not None:
+        aggregate = dataclasses.replace(
+            aggregate, server_spec={**aggregate.server_spec, "covers": "the last segment of a resumed point only"})
+    return windows, aggregate
 
 
 def _summary(run_id: int, status: str, points: list[PointRow]) -> RunSummary:
