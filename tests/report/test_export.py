@@ -123,6 +123,7 @@ def test_summary_table_marks_flagged_points_in_red(filled_db):
     text = console.export_text(clear=False)
     html = console.export_html(inline_styles=True)
     assert "error rate 25% > 5%" in text and "40.0" in text    # c=1 row: 40 tok/s
+    assert "token counts: server" in text
     assert "color: #800000" in html and "error rate 25% &gt; 5%" in html  # red reason
 
 

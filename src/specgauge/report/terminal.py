@@ -101,7 +101,9 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
             _ms(doc["icl_ms"]["p50"]), _ms(doc["itl_ms"]["p50"]), _ms(doc["e2e_ms"]["p50"]),
             _num(doc["accept_length"], ".2f"), note,
         )
-    table.caption = "latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency"
+    sources = sorted({doc["token_count_source"] for doc in map(point_document, points) if doc["token_count_source"]})
+    counted = f" · token counts: {', '.join(sources)}" if sources else ""
+    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}"
     return table
 
 
