@@ -86,6 +86,12 @@ async def test_openai_per_chunk_usage_gives_server_counts(api):
     assert counted.chunk_tokens == [1, 3, 2, 1] and counted.output_tokens == 7
 
 
+async def test_chat_tool_call_arguments_are_content():
+    with ScriptedServer(Script(num_chunks=3, token_text='{"a": 1} ', tool_calls=True)) as server:
+        record = await send(server, "openai-chat")
+    assert record.ok and record.output_text == '{"a": 1} ' * 3 and len(record.chunk_times_ns) == 3
+
+
 async def test_openai_spec_accept_length_extra_field():
     script = Script(num_chunks=3, openai_extra={"spec_accept_length": 2.5, "spec_verify_ct": 4})
     with ScriptedServer(script) as server:

@@ -38,6 +38,7 @@ SCRIPTED_FAULTS = [
     (Script(fault="not_sse"), ErrorClass.NOT_SSE, "a plain JSON body"),
     (Script(fault="malformed_json"), ErrorClass.BAD_JSON, "broken"),
     (Script(fault="error_event"), ErrorClass.SERVER_ERROR_EVENT, "scripted in-stream failure"),
+    (Script(fault="typed_error_event"), ErrorClass.SERVER_ERROR_EVENT, "upstream overloaded"),
     (Script(fault="cut"), ErrorClass.STREAM_CUT, ""),
     (Script(fault="stall"), ErrorClass.READ_TIMEOUT, "stalled"),
     (Script(fault="empty"), ErrorClass.EMPTY_RESPONSE, "no"),
@@ -55,7 +56,7 @@ async def test_scripted_fault_is_classified(api, script, error_class, message):
     assert record.error_class is error_class, record.error_message
     assert message in record.error_message
     assert record.t_end_ns is not None and record.t_end_ns >= record.t_send_ns
-    if script.fault in ("malformed_json", "cut", "stall", "error_event"):
+    if script.fault in ("malformed_json", "cut", "stall", "error_event", "typed_error_event"):
         assert len(record.chunk_times_ns) == script.fault_after_chunks  # the partial stream is kept
 
 

@@ -36,11 +36,14 @@ def test_gamma_burstiness(burstiness):
 
 
 def test_plan_open_and_closed():
-    closed = plan_requests(PointSpec(mode="closed", concurrency=2, num_requests=6, seed=4), 3)
+    closed = list(plan_requests(PointSpec(mode="closed", concurrency=2, num_requests=6, seed=4), 3))
     assert [p.request_index for p in closed] == list(range(6))
     assert [p.prompt_index for p in closed] == prompt_order(4, 3, 6)
-    opened = plan_requests(PointSpec(mode="open", rate=10, duration_s=2.0), 3)
+    opened = list(plan_requests(PointSpec(mode="open", rate=10, duration_s=2.0), 3))
     assert len(opened) > 20 * 2 and opened[-1].offset_s > 2.0  # enough slots to fill the duration
+    endless = plan_requests(PointSpec(mode="closed", concurrency=2, duration_s=1.0, seed=4), 3)
+    first = [next(endless) for _ in range(1000)]  # a duration-bound closed loop has no fixed length
+    assert [p.prompt_index for p in first] == prompt_order(4, 3, 1000)
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -28,7 +28,7 @@ import orjson
 from specgauge.client.adapters import EventError, StreamState, get_adapter
 from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
 from specgauge.client.records import ErrorClass, RequestRecord
-from specgauge.client.sse import DONE, SSEDecoder
+from specgauge.client.sse import DONE, SSEDecoder, SSEEvent
 from specgauge.client.tokens import assign_chunk_tokens
 from specgauge.suites.model import SuiteRequest
 
@@ -111,22 +111,24 @@ async def _read_stream(response: aiohttp.ClientResponse, record: RequestRecord, 
                 t_ns = protocol.last_data_ns if socket_stamps else perf_counter_ns()
                 last_read = loop.time()
                 for event in decoder.feed(chunk):
-                    data = event.data
-                    if data == DONE:
-                        state.done = True
-                        continue
-                    state.events += 1
-                    on_data(data, t_ns, record, state)
+                    _on_event(event, t_ns, record, state, on_data)
         finally:
             handle.cancel()
     t_ns = perf_counter_ns()
     for event in decoder.close():
-        if event.data == DONE:
-            state.done = True
-        else:
-            state.events += 1
-            on_data(event.data, t_ns, record, state)
+        _on_event(event, t_ns, record, state, on_data)
     return decoder
+
+
+def _on_event(event: SSEEvent, t_ns: int, record: RequestRecord, state: StreamState, on_data) -> None:
+    data = event.data
+    if data == DONE:
+        state.done = True
+        return
+    if event.event == "error":  # ``event: error`` carries the server's message in its data
+        raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server error event: {data[:500]}")
+    state.events += 1
+    on_data(data, t_ns, record, state)
 
 
 async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, request: SuiteRequest, *,

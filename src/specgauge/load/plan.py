@@ -6,15 +6,16 @@ later be split over several worker processes (each runs a subset of the items an
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import Iterator, Literal
 
 from specgauge.client.endpoint import Endpoint, Timeouts  # re-exported: the runner's contract
 from specgauge.errors import UserError
 
-__all__ = ["Endpoint", "Timeouts", "PointSpec", "PlannedRequest", "prompt_order", "arrival_offsets",
+__all__ = ["Endpoint", "Timeouts", "PointSpec", "PlannedRequest", "prompt_order", "iter_prompt_order", "arrival_offsets",
            "plan_requests"]
 
 
@@ -81,13 +82,11 @@ class PointSpec:
 
     @property
     def planned_count(self) -> int:
-        """How many measured request slots to plan: the count, or enough for the duration."""
+        """Open loop: how many arrival slots to plan — the count, or enough for the duration."""
         if self.num_requests is not None:
             return self.num_requests
-        if self.mode == "open":  # ~rate x duration, with generous headroom for the random process
-            expected = float(self.rate or 1) * float(self.duration_s or 1)
-            return int(expected + 10 * math.sqrt(expected) + 100)
-        return 1_000_000  # closed loop by duration: indices are generated lazily up to this bound
+        expected = float(self.rate or 1) * float(self.duration_s or 1)  # headroom for the random process
+        return int(expected + 10 * math.sqrt(expected) + 100)
 
 
 @dataclass(frozen=True)
@@ -99,21 +98,24 @@ class PlannedRequest:
     offset_s: float = 0.0
 
 
+def iter_prompt_order(seed: int, num_prompts: int) -> Iterator[int]:
+    """Endless deterministic prompt indices: shuffled passes over the suite from ``Random(seed)``."""
+    if num_prompts < 1:
+        raise UserError("the suite has no prompts")
+    rng = random.Random(seed)
+    while True:
+        one_pass = list(range(num_prompts))
+        rng.shuffle(one_pass)
+        yield from one_pass
+
+
 def prompt_order(seed: int, num_prompts: int, num_requests: int) -> list[int]:
     """Deterministic ``request_index -> prompt_index`` map: shuffled passes over the suite.
 
     Every prompt is used once per pass (so small counts cover the suite evenly); each pass is a
     fresh permutation drawn from ``random.Random(seed)``, identical on every machine and run.
     """
-    if num_prompts < 1:
-        raise UserError("the suite has no prompts")
-    rng = random.Random(seed)
-    order: list[int] = []
-    while len(order) < num_requests:
-        one_pass = list(range(num_prompts))
-        rng.shuffle(one_pass)
-        order.extend(one_pass)
-    return order[:num_requests]
+    return list(itertools.islice(iter_prompt_order(seed, num_prompts), num_requests))
 
 
 def arrival_offsets(rate: float, count: int, *, arrival: str = "poisson", burstiness: float = 1.0,
@@ -134,15 +136,14 @@ def arrival_offsets(rate: float, count: int, *, arrival: str = "poisson", bursti
     return offsets
 
 
-def plan_requests(spec: PointSpec, num_prompts: int) -> list[PlannedRequest]:
-    """All measured slots of ``spec`` (warm-up excluded), in send order."""
-    count = spec.planned_count
-    if spec.mode == "closed" and spec.num_requests is None:
-        count = min(count, 200_000)
-    order = prompt_order(spec.seed, num_prompts, count)
+def plan_requests(spec: PointSpec, num_prompts: int) -> Iterator[PlannedRequest]:
+    """All measured slots of ``spec`` (warm-up excluded), in send order, generated lazily (a
+    closed-loop point bounded only by its duration has no fixed length)."""
+    order = iter_prompt_order(spec.seed, num_prompts)
     if spec.mode == "open":
-        offsets = arrival_offsets(float(spec.rate), count, arrival=spec.arrival,
-                                  burstiness=spec.burstiness, seed=spec.seed)
-    else:
-        offsets = [0.0] * count
-    return [PlannedRequest(i, order[i], offsets[i]) for i in range(count)]
+        count = spec.planned_count
+        offsets = arrival_offsets(float(spec.rate), count, arrival=spec.arrival, burstiness=spec.burstiness,
+                                  seed=spec.seed)
+        return (PlannedRequest(i, prompt, offsets[i]) for i, prompt in zip(range(count), order))
+    indices = range(spec.num_requests) if spec.num_requests is not None else itertools.count()
+    return (PlannedRequest(i, prompt) for i, prompt in zip(indices, order))

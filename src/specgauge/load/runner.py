@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Callable, Coroutine, TypeVar
+from typing import Callable, Coroutine, Iterable, TypeVar
 
 import aiohttp
 
@@ -57,7 +57,7 @@ def run_async(coro: Coroutine[object, object, T]) -> T:
 
 
 async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite: Suite, spec: PointSpec,
-                       items: list[PlannedRequest], *, on_record: Callable[[RequestRecord], None] | None,
+                       items: Iterable[PlannedRequest], *, on_record: Callable[[RequestRecord], None] | None,
                        timeouts: Timeouts, window_start_ns: int,
                        deadline_ns: int | None) -> list[RequestRecord]:
     """Send ``items`` under ``spec``'s load mode; return their records (completion order).
@@ -92,7 +92,7 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
                         await one(item, free_since)
                         free_since = perf_counter_ns()
 
-                for _ in range(min(int(spec.concurrency or 1), max(1, len(items)))):
+                for _ in range(int(spec.concurrency or 1)):  # a user with no slot left just returns
                     group.create_task(user())
             else:
                 await _open_loop(group, one, spec, items, window_start_ns, deadline_ns)
@@ -101,7 +101,7 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
     return records
 
 
-async def _open_loop(group: asyncio.TaskGroup, one, spec: PointSpec, items: list[PlannedRequest],
+async def _open_loop(group: asyncio.TaskGroup, one, spec: PointSpec, items: Iterable[PlannedRequest],
                      window_start_ns: int, deadline_ns: int | None) -> None:
     """Start each slot at its scheduled time (waiting for a free place under ``max_concurrency``)."""
     limit = asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else None
@@ -142,7 +142,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     if endpoint.model is None and endpoint.api != "sglang":
         endpoint = dataclasses.replace(endpoint, model=await detect_model(endpoint))
     num_prompts = len(suite.requests)
-    items = [item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices]
+    items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
     connect_ms: list[float] = []
     async with open_session(timeouts, connect_ms) as session:
         await warm_pool(session, endpoint, spec.pool_size, timeouts)

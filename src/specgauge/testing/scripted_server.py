@@ -39,8 +39,8 @@ import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-FAULTS = ("hang", "http_error", "not_sse", "malformed_json", "cut", "stall", "error_event", "empty",
-          "no_done", "abort")
+FAULTS = ("hang", "http_error", "not_sse", "malformed_json", "cut", "stall", "error_event", "typed_error_event",
+          "empty", "no_done", "abort")
 FAULT_MARKER = re.compile(r"\[\[fault:([a-z_]+)\]\]")
 FOREVER_S = 3600.0
 
@@ -63,11 +63,12 @@ class Script:
 
     Counts: ``sglang_text`` "cumulative" | "incremental"; ``sglang_meta`` extra ``meta_info`` fields
     (speculation fields under any name); ``usage_per_chunk`` puts cumulative OpenAI ``usage`` on every
-    content chunk; ``openai_extra`` adds top-level fields to the final usage chunk.
+    content chunk; ``openai_extra`` adds top-level fields to the final usage chunk; ``tool_calls``
+    streams the chat output as tool-call arguments.
 
     Faults (``fault``): hang (no headers ever), http_error (``status`` + ``error_body``), not_sse
-    (200 JSON body), malformed_json / cut / stall / error_event / abort after ``fault_after_chunks``
-    chunks, empty (only ``[DONE]``), no_done (ends cleanly without [DONE] or a finish reason).
+    (200 JSON body), malformed_json / cut / stall / error_event (``{"error": ...}``) /
+    typed_error_event (``event: error``) / abort (SGLang) after ``fault_after_chunks`` chunks, empty (only ``[DONE]``), no_done (ends cleanly without [DONE] or a finish reason).
     """
 
     ttft_s: float = 0.0
@@ -86,6 +87,7 @@ class Script:
     sglang_text: str = "cumulative"
     sglang_meta: dict = field(default_factory=dict)
     usage_per_chunk: bool = False
+    tool_calls: bool = False
     openai_extra: dict = field(default_factory=dict)
     fault: str | None = None
     fault_after_chunks: int = 2
@@ -412,8 +414,8 @@ class ScriptedServer:
         next_at = t_recv / 1e9 + script.ttft_s
         produced, cumulative_text = 0, ""
         for chunk in range(script.num_chunks):
-            if chunk == script.fault_after_chunks and script.fault in ("malformed_json", "cut", "stall",
-                                                                       "error_event", "abort"):
+            if chunk == script.fault_after_chunks and script.fault in ("malformed_json", "cut", "stall", "abort",
+                                                                       "error_event", "typed_error_event"):
                 await self._mid_stream_fault(stream, script, truth, api)
                 return
             wait = next_at - perf_counter_ns() / 1e9
@@ -449,6 +451,8 @@ class ScriptedServer:
         elif script.fault == "error_event":
             await stream.event(b'{"error": {"message": "scripted in-stream failure", "code": 500}}', None)
             await stream.event(b"[DONE]", None)
+        elif script.fault == "typed_error_event":  # an SSE ``event: error`` with a plain-text message
+            await stream.write_raw(b"event: error\ndata: upstream overloaded\n\n")
         elif script.fault == "abort":
             meta = {"id": truth.request_id, "finish_reason": {"type": "abort", "message": "scripted abort"}}
             await stream.event(orjson.dumps({"text": "", "meta_info": meta}), None)
@@ -469,7 +473,9 @@ class ScriptedServer:
             return orjson.dumps({"text": shown, "meta_info": meta, "index": 0})
         finish = "length" if last else None
         if api == "chat":
-            choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish}
+            delta = ({"tool_calls": [{"index": 0, "function": {"arguments": text}}]} if script.tool_calls
+                     else {"content": text})
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
             event = {"id": request_id, "object": "chat.completion.chunk", "model": self.model, "choices": [choice]}
         else:
             choice = {"index": 0, "text": text, "finish_reason": finish}

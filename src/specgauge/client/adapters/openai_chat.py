@@ -10,7 +10,8 @@ from specgauge.suites.model import SuiteRequest
 
 class OpenAIChatAdapter(Adapter):
     """Chat messages as they are; a raw ``prompt`` request becomes one user message.
-    Content is ``delta.content``, with ``delta.reasoning_content``/``reasoning`` counted too."""
+    Content is ``delta.content``, with ``delta.reasoning_content``/``reasoning`` counted too, and
+    streamed ``tool_calls`` arguments when a chunk carries nothing else."""
 
     name = "openai-chat"
     path = "/v1/chat/completions"
@@ -37,6 +38,9 @@ class OpenAIChatAdapter(Adapter):
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if reasoning:
                 text = reasoning + text
+            if not text and delta.get("tool_calls"):  # streamed tool-call arguments are output too
+                text = "".join(str((call.get("function") or {}).get("arguments") or "")
+                               for call in delta["tool_calls"] if isinstance(call, dict))
             if text:
                 add_chunk(record, state, t_ns, text, cumulative)
 
