@@ -41,6 +41,14 @@ class Endpoint:
         return self.base_url + path
 
 
+@lru_cache(maxsize=64)
+def parsed_url(endpoint: Endpoint, path: str):
+    """``endpoint.url(path)`` as a ``yarl.URL``, parsed once (aiohttp would parse a str per request)."""
+    from yarl import URL
+
+    return URL(endpoint.url(path))
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """Per-request limits in seconds: TCP/TLS connect, wait for response headers, stall between reads."""
@@ -52,7 +60,7 @@ class Timeouts:
 
 @lru_cache(maxsize=64)
 def request_headers(endpoint: Endpoint) -> dict[str, str]:
-    """HTTP headers for every request to ``endpoint`` (computed once per endpoint)."""
+    """HTTP headers for every request to ``endpoint`` (computed once per endpoint; do not mutate)."""
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
                "User-Agent": "specgauge"}
     api_key = endpoint.api_key if endpoint.api_key is not None else os.environ.get("OPENAI_API_KEY")

@@ -26,7 +26,7 @@ import aiohttp
 import orjson
 
 from specgauge.client.adapters import EventError, StreamState, get_adapter
-from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
+from specgauge.client.endpoint import Endpoint, Timeouts, parsed_url, request_headers
 from specgauge.client.records import ErrorClass, RequestRecord
 from specgauge.client.sse import DONE, SSEDecoder, SSEEvent
 from specgauge.client.tokens import assign_chunk_tokens
@@ -147,7 +147,7 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
         body = orjson.dumps(adapter.build_body(
             request, model=endpoint.model, max_tokens=max_tokens or request.max_tokens,
             temperature=temperature, tokenizer_path=endpoint.tokenizer_path))
-        url = endpoint.url(adapter.path)
+        url = parsed_url(endpoint, adapter.path)
         headers = request_headers(endpoint)
     except Exception as exc:  # a bad chat template, say: still a record, never an exception
         return record.fail(ErrorClass.OTHER, f"cannot build the request: {exc}", perf_counter_ns())
