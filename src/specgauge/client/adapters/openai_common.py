@@ -25,7 +25,7 @@ def parse_openai_event(data: str, record: RequestRecord) -> tuple[dict | None, i
     if record.server_request_id is None:
         record.server_request_id = obj.get("id")
     cumulative = None
-    if not choices or "usage" in obj or "spec_accept_length" in obj:  # the rarer events
+    if not choices or obj.get("usage") or "spec_accept_length" in obj:  # rarer events (usage is null on most)
         if "error" in obj or obj.get("object") == "error":
             raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server error event: {server_error_message(obj)}")
         cumulative = read_usage(obj, record)
