@@ -33,3 +33,11 @@ async def test_lean_server_streams_and_records_truth():
         truth_ttft_ms = (truth.chunk_send_ns[0] - truth.t_recv_ns) / 1e6
         assert truth_ttft_ms >= 30 and 0 <= ttft_ms(record) - truth_ttft_ms < 20
     assert len({len(t.chunk_tokens) for t in server.truth}) > 1  # the per-request jitter varies lengths
+
+
+def test_script_rejects_unknown_settings():
+    import pytest
+
+    for bad in ({"fault": "explode"}, {"framing": "crcr"}, {"sglang_text": "sometimes"}, {"events_per_write": 0}):
+        with pytest.raises(ValueError):
+            Script(**bad)

@@ -94,6 +94,16 @@ class Script:
     status: int = 500
     error_body: str = '{"error": {"message": "scripted failure", "type": "server_error"}}'
 
+    def __post_init__(self) -> None:
+        if self.fault is not None and self.fault not in FAULTS:
+            raise ValueError(f"unknown fault {self.fault!r} (one of {', '.join(FAULTS)})")
+        if self.framing not in ("lf", "crlf", "cr", "single"):
+            raise ValueError(f"unknown framing {self.framing!r} (lf, crlf, cr or single)")
+        if self.sglang_text not in ("cumulative", "incremental"):
+            raise ValueError(f"unknown sglang_text {self.sglang_text!r} (cumulative or incremental)")
+        if self.num_chunks < 0 or self.events_per_write < 1:
+            raise ValueError("num_chunks must be >= 0 and events_per_write >= 1")
+
     def for_request(self, number: int) -> "Script":
         """This script with the jitter resolved for request ``number`` (a low-discrepancy sequence)."""
         if not self.ttft_jitter_s and not self.num_chunks_jitter:
@@ -360,8 +370,7 @@ class ScriptedServer:
             return dataclasses.replace(self.script, fault=match.group(1))
         return self.script
 
-    async def _begin(self, request: web.Request, truth: TruthRecord,
-                     script: Script) -> web.StreamResponse | None:
+    async def _begin(self, request: web.Request, truth: TruthRecord, script: Script) -> web.StreamResponse:
         """Apply pre-stream faults; otherwise prepare the event-stream response."""
         if script.fault == "hang":
             await asyncio.sleep(FOREVER_S)
