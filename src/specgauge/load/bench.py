@@ -21,6 +21,7 @@ from specgauge.load.plan import Endpoint, PointSpec
 from specgauge.load.runner import PointOutcome, run_point
 from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import PointRow, Store
+from specgauge.store.turn_writer import TurnWriter
 from specgauge.suites.model import Suite
 from specgauge.suites.registry import load_suite
 
@@ -161,13 +162,18 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
     store.start_point(point.id)
     progress.point_started(point.point_index, describe_point(point.spec), spec.num_requests, len(stored))
 
+    writer = TurnWriter(store, point.id, segment)  # inserted at once, committed this loop turn
+
     def on_record(record) -> None:
-        store.add_request(point.id, record, segment=segment)  # committed now: survives a kill
+        writer(record)
         progress.request_finished(record)
 
     outcome = None
     if spec.num_requests is None or len(stored) < spec.num_requests:
-        outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored)
+        try:
+            outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored)
+        finally:
+            writer.flush()
         store.checkpoint()  # between points, never inside a measured window
     windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate)
     store.finish_point(

@@ -29,7 +29,7 @@ _PLAIN_FIELDS = (
     "spec_accept_length", "spec_accept_rate", "spec_correct_drafts", "spec_proposed_drafts",
     "status_code", "error_message", "server_request_id",
 )
-# Fields with their own encoding (see _record_row / _row_record).
+# Fields with their own encoding (see _record_values / _row_record).
 _ENCODED_FIELDS = ("chunk_times_ns", "chunk_tokens", "token_count_source", "error_class", "spec_accept_histogram")
 STORED_RECORD_FIELDS = frozenset(_PLAIN_FIELDS + _ENCODED_FIELDS)
 
@@ -87,17 +87,25 @@ class PointRow:
     server_spec_after: Any
 
 
-def _record_row(record: RequestRecord) -> dict[str, Any]:
-    row = {name: getattr(record, name) for name in _PLAIN_FIELDS}
-    row.update(
-        num_chunks=len(record.chunk_times_ns),
-        chunk_times=codec.encode_times(record.chunk_times_ns, record.t_send_ns),
-        chunk_tokens=codec.encode_counts(record.chunk_tokens),
-        token_count_source=TokenCountSource(record.token_count_source).value,
-        error_class=None if record.error_class is None else ErrorClass(record.error_class).value,
-        spec_accept_histogram=_dumps(record.spec_accept_histogram),
+_REQUEST_COLUMNS = (*_PLAIN_FIELDS, "num_chunks", "chunk_times", "chunk_tokens", "token_count_source",
+                    "error_class", "spec_accept_histogram", "point_id", "segment")
+_INSERT_REQUEST = (f"INSERT INTO requests ({', '.join(_REQUEST_COLUMNS)}) "
+                   f"VALUES ({', '.join('?' for _ in _REQUEST_COLUMNS)})")
+
+
+def _record_values(record: RequestRecord, point_id: int, segment: int) -> tuple:
+    """The INSERT parameters of one record, in ``_REQUEST_COLUMNS`` order (hot path: no dicts)."""
+    return (
+        *[getattr(record, name) for name in _PLAIN_FIELDS],
+        len(record.chunk_times_ns),
+        codec.encode_times(record.chunk_times_ns, record.t_send_ns),
+        codec.encode_counts(record.chunk_tokens),
+        TokenCountSource(record.token_count_source).value,
+        None if record.error_class is None else ErrorClass(record.error_class).value,
+        _dumps(record.spec_accept_histogram),
+        point_id,
+        segment,
     )
-    return row
 
 
 def _row_record(row: sqlite3.Row) -> RequestRecord:
@@ -188,7 +196,8 @@ class Store:
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
-        """Checkpoint and close the connection (every write is already committed)."""
+        """Commit what is pending, checkpoint and close the connection."""
+        self.commit()
         try:
             self.checkpoint()
         except sqlite3.Error:  # another connection holds the log; it checkpoints on its own close
@@ -291,18 +300,27 @@ class Store:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def add_request(self, point_id: int, record: RequestRecord, *, segment: int = 0) -> None:
-        """Write one finished measured request and commit it at once (the row survives a kill)."""
-        row = _record_row(record)
-        row.update(point_id=point_id, segment=segment)
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
+    def add_request(self, point_id: int, record: RequestRecord, *, segment: int = 0, commit: bool = True) -> None:
+        """Write one finished measured request; with ``commit`` (the default) commit it at once.
+
+        ``commit=False`` opens (or joins) a transaction that :meth:`commit` ends: the bench
+        driver uses it to commit once per event-loop turn (see ``specgauge.load.bench``).
+        """
         try:
-            self._db.execute(f"INSERT INTO requests ({columns}) VALUES ({marks})", tuple(row.values()))
+            if not commit and not self._db.in_transaction:
+                self._db.execute("BEGIN")
+            self._db.execute(_INSERT_REQUEST, _record_values(record, point_id, segment))
+            if commit:
+                self.commit()
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"request {record.request_index} of point {point_id} is stored already") from exc
         except sqlite3.Error as exc:  # disk full, file removed, read-only...: one line, not a traceback
             raise UserError(f"cannot write to the results store {self.path}: {exc}") from None
+
+    def commit(self) -> None:
+        """Commit the open transaction, if any."""
+        if self._db.in_transaction:
+            self._db.execute("COMMIT")
 
     def measured_indices(self, point_id: int) -> frozenset[int]:
         """Request indices of the point's measured requests that are stored."""
