@@ -5,7 +5,6 @@ Heavy imports (numpy, aiohttp, rich tables) stay inside the command bodies.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import signal
 import sys
@@ -121,52 +120,25 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
 @click.option("--resume", "resume_run_id", type=int, metavar="RUN_ID", help="finish an interrupted run")
 @click.pass_context
-def bench_command(ctx: click.Context, url, api, concurrency, rate, num_requests, duration, max_tokens, suite,
-                  arrival, burstiness, max_concurrency, warmup, seed, temperature, model, api_key, headers,
-                  tokenizer, max_error_rate, output_json, db, resume_run_id) -> None:
+def bench_command(ctx: click.Context, **options) -> None:
     """Benchmark the server at URL over one or more load points; every request is stored."""
-    from pydantic import ValidationError
+    import asyncio
 
-    from specgauge.load.bench_config import BenchConfig
     from specgauge.load.runner import run_async
     from specgauge.report.export import run_document
     from specgauge.store import Store
-    from specgauge.suites.registry import load_suite
 
-    header_pairs = _parse_headers(headers)
-    if resume_run_id is not None:
-        given = [name for name in RUN_DEFINING_OPTIONS
-                 if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
-        if given:
-            shown = "URL" if given[0] == "url" else "--" + given[0].replace("_", "-")
-            raise click.UsageError(f"--resume takes every setting from the stored run; drop {shown}")
-        with Store.open(db, create=False) as store:
-            store.get_run(resume_run_id)  # an unknown id: one line, before anything runs
-        work = _resume(resume_run_id, db, api_key, header_pairs)
+    headers = _parse_headers(options["headers"])
+    if options["resume_run_id"] is not None:
+        work = _prepare_resume(ctx, options, headers)
     else:
-        if not url:
-            raise click.UsageError("missing URL (or give --resume RUN_ID)")
-        if not api:
-            raise click.UsageError(f"missing --api (one of: {', '.join(API_NAMES)})")
-        try:
-            config = BenchConfig(
-                url=url, api=api, suite=suite, concurrency=concurrency or (), rates=rate or (),
-                num_requests=num_requests, duration_s=duration, arrival=arrival, burstiness=burstiness,
-                max_concurrency=max_concurrency, warmup=warmup, seed=seed, max_tokens=max_tokens,
-                temperature=temperature, model=model, api_key=api_key, headers=header_pairs,
-                tokenizer_path=tokenizer, max_error_rate=max_error_rate)
-        except ValidationError as exc:
-            raise _one_line_validation_error(exc) from None
-        load_suite(config.suite)  # an unknown suite fails before the store file is created
-        config.point_specs()
-        if Path(db).exists():  # a bad --db file fails before the server is contacted
-            Store.open(db, create=False).close()
-        work = _checked_run(config, db)
+        work = _prepare_new_run(options, headers)
     try:
         summary, store_path = run_async(work)
     except asyncio.CancelledError:  # SIGTERM (see _terminate_on_sigterm): the run is marked interrupted
         click.echo("specgauge: terminated", err=True)
         raise click.exceptions.Exit(EXIT_TERMINATED) from None
+    output_json = options["output_json"]
     with Store.open(store_path, create=False) as store:
         _print_run(store, summary.run_id, to_stderr=output_json == "-")
         if output_json:
@@ -176,8 +148,56 @@ def bench_command(ctx: click.Context, url, api, concurrency, rate, num_requests,
             _write_text(output_json, json.dumps(document, indent=2) + "\n")
 
 
+def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
+    """Validate a new run's options (no file created, nothing sent); the coroutine that runs it."""
+    from pydantic import ValidationError
+
+    from specgauge.load.bench_config import BenchConfig
+    from specgauge.store import Store
+    from specgauge.suites.registry import load_suite
+
+    if not options["url"]:
+        raise click.UsageError("missing URL (or give --resume RUN_ID)")
+    if not options["api"]:
+        raise click.UsageError(f"missing --api (one of: {', '.join(API_NAMES)})")
+    try:
+        config = BenchConfig(
+            url=options["url"], api=options["api"], suite=options["suite"],
+            concurrency=options["concurrency"] or (), rates=options["rate"] or (),
+            num_requests=options["num_requests"], duration_s=options["duration"], arrival=options["arrival"],
+            burstiness=options["burstiness"], max_concurrency=options["max_concurrency"],
+            warmup=options["warmup"], seed=options["seed"], max_tokens=options["max_tokens"],
+            temperature=options["temperature"], model=options["model"], api_key=options["api_key"],
+            headers=headers, tokenizer_path=options["tokenizer"], max_error_rate=options["max_error_rate"])
+    except ValidationError as exc:
+        raise _one_line_validation_error(exc) from None
+    load_suite(config.suite)  # an unknown suite fails before the store file is created
+    config.point_specs()
+    db = options["db"]
+    if Path(db).exists():  # a bad --db file fails before the server is contacted
+        Store.open(db, create=False).close()
+    return _checked_run(config, db)
+
+
+def _prepare_resume(ctx: click.Context, options: dict, headers: tuple[tuple[str, str], ...]):
+    """Check a ``--resume`` is well formed and its run exists; the coroutine that finishes it."""
+    from specgauge.store import Store
+
+    given = [name for name in RUN_DEFINING_OPTIONS
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if given:
+        shown = "URL" if given[0] == "url" else "--" + given[0].replace("_", "-")
+        raise click.UsageError(f"--resume takes every setting from the stored run; drop {shown}")
+    run_id, db = options["resume_run_id"], options["db"]
+    with Store.open(db, create=False) as store:
+        store.get_run(run_id)  # an unknown id: one line, before anything runs
+    return _resume(run_id, db, options["api_key"], headers)
+
+
 def _terminate_on_sigterm() -> None:
     """Let SIGTERM cancel the running sweep like Ctrl-C does, so the run is marked interrupted."""
+    import asyncio
+
     task = asyncio.current_task()
     if task is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
