@@ -89,8 +89,10 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
     with ServerProcess(script) as server:
         endpoint = Endpoint(server.url, api="openai-completions", model="scripted-model")
         spec = PointSpec(mode="closed", concurrency=concurrency, num_requests=concurrency * waves)
+        cpu_start = time.process_time()
         outcome = run_async(run_point(endpoint, SUITE, spec, on_record=lambda r: None,
                                       timeouts=Timeouts(connect_s=30, headers_s=120, read_s=120)))
+        client_cpu_s = time.process_time() - cpu_start
         truth = server.truth()
     ttft_error_ms, itl_client, itl_truth, errors = [], [], [], 0
     for record in outcome.records:
@@ -114,7 +116,10 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
             "itl_truth_ms": statistics.fmean(itl_truth) if itl_truth else float("nan"),
             "connections": len(outcome.connect_ms),
             "connect_ms_p50": percentile(outcome.connect_ms, 50), "connect_ms_max": max(outcome.connect_ms or [0]),
-            "send_lag_ms_p50": percentile(outcome.send_lag_ms, 50), "send_lag_ms_p99": percentile(outcome.send_lag_ms, 99)}
+            "send_lag_ms_p50": percentile(outcome.send_lag_ms, 50), "send_lag_ms_p99": percentile(outcome.send_lag_ms, 99),
+            "client_cpu_share": client_cpu_s / ((outcome.window_end_ns - outcome.window_start_ns) / 1e9),
+            "chunks_per_s": sum(len(r.chunk_times_ns) for r in outcome.records)
+            / ((outcome.window_end_ns - outcome.window_start_ns) / 1e9)}
 
 
 async def _plain_client(url: str, concurrency: int, num_requests: int) -> list[tuple[str, int, int, list[int]]]:
@@ -211,7 +216,8 @@ def main() -> None:
               f"|err| p99 {r['itl_error_pct_p99_abs']:.3f} % of {r['itl_truth_ms']:.2f} ms (target <= 2 %)")
         print(f"       connect: {r['connections']} connections opened before the window, median "
               f"{r['connect_ms_p50']:.2f} ms, max {r['connect_ms_max']:.2f} ms; "
-              f"send lag median {r['send_lag_ms_p50']:.2f} ms, p99 {r['send_lag_ms_p99']:.2f} ms")
+              f"send lag median {r['send_lag_ms_p50']:.2f} ms, p99 {r['send_lag_ms_p99']:.2f} ms; "
+              f"{r['chunks_per_s']:,.0f} chunks/s took {100 * r['client_cpu_share']:.0f} % of one core (client)")
         if args.plain:
             p = plain_accuracy(level, args.waves, script)
             print(f"       plain aiohttp+uvloop reference client, same point: TTFT - truth median "

@@ -1,5 +1,7 @@
 """The lean benchmark server speaks what the client needs and records the same truth."""
 
+import pytest
+
 from specgauge.analysis.definitions import ttft_ms
 from specgauge.client.endpoint import Endpoint, Timeouts
 from specgauge.client.records import TokenCountSource
@@ -36,8 +38,6 @@ async def test_lean_server_streams_and_records_truth():
 
 
 def test_script_rejects_unknown_settings():
-    import pytest
-
     for bad in ({"fault": "explode"}, {"framing": "crcr"}, {"sglang_text": "sometimes"}, {"events_per_write": 0}):
         with pytest.raises(ValueError):
             Script(**bad)

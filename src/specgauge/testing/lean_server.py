@@ -77,6 +77,8 @@ class _Stream:
         if self.chunk == self.script.num_chunks:
             transport.write(data + b"0\r\n\r\n")
             self.protocol.busy = False
+            if self.protocol.buffer:  # the next request arrived before this response ended
+                self.protocol.data_received(b"")
             return
         transport.write(data)
         self.next_at += self.script.chunk_delay_s
@@ -95,6 +97,7 @@ class _Protocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.buffer = b""
         self.busy = False
+        self.arrived_ns = 0
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -103,7 +106,9 @@ class _Protocol(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
-        t_recv = perf_counter_ns()
+        if data:
+            self.arrived_ns = perf_counter_ns()
+        t_recv = self.arrived_ns
         self.buffer += data
         while not self.busy:
             end = self.buffer.find(HEADERS_END)
@@ -120,7 +125,10 @@ class _Protocol(asyncio.Protocol):
             body = self.buffer[end + 4:end + 4 + length]
             self.buffer = self.buffer[end + 4 + length:]
             method, path, _ = head[0].split(" ", 2)
-            self.server.handle(self, method, path, body, t_recv)
+            self.busy = True  # one request at a time per connection; released when its response is done
+            # Handled in a later callback: when many requests arrive together, each one's arrival is
+            # stamped before any of them is answered (answering writes, and writes take time).
+            self.server.loop.call_soon(self.server.handle, self, method, path, body, t_recv)
 
 
 class LeanServer:
@@ -145,6 +153,8 @@ class LeanServer:
 
     def handle(self, protocol: _Protocol, method: str, path: str, body: bytes, t_recv: int) -> None:
         transport = protocol.transport
+        if transport is None or transport.is_closing():
+            return
         if method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
             self._count += 1
             request = orjson.loads(body)
@@ -157,7 +167,9 @@ class LeanServer:
             stream = _Stream(self, protocol, self.script.for_request(self._count), truth,
                              chat=path.endswith("chat/completions"), prompt_tokens=len(prompt.split()))
             self.loop.call_at(self.loop.time() + max(0.0, stream.next_at - perf_counter_ns() / 1e9), stream.tick)
-        elif method == "GET" and path == "/v1/models":
+            return
+        protocol.busy = False
+        if method == "GET" and path == "/v1/models":
             transport.write(_plain("200 OK", orjson.dumps({"object": "list", "data": [{"id": self.model}]})))
         elif method == "GET" and path == "/health":
             transport.write(_plain("200 OK", b"ok", b"text/plain"))
@@ -165,6 +177,8 @@ class LeanServer:
             transport.write(_plain("200 OK", orjson.dumps([dataclasses.asdict(t) for t in self.truth])))
         else:
             transport.write(_plain("404 Not Found", b'{"error": {"message": "no such route"}}'))
+        if protocol.buffer:  # a request that came in behind this one
+            protocol.data_received(b"")
 
 
 def main(argv: list[str] | None = None) -> None:
