@@ -14,7 +14,7 @@ from rich.console import Console
 
 from specgauge.analysis.aggregate import Window, aggregate_point
 from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
-from specgauge.report.export import to_csv
+from specgauge.report.export import run_document, to_csv
 from specgauge.report.terminal import run_table, runs_table
 from specgauge.store import Store
 
@@ -129,3 +129,15 @@ def test_summary_table_marks_flagged_points_in_red(filled_db):
 
 def test_to_csv_of_nothing_is_empty():
     assert to_csv([]) == ""
+
+
+def test_an_unfinished_point_exports_with_null_figures(tmp_path):
+    with Store.open(tmp_path / "r.db") as store:
+        run_id = store.create_run(tool_version="0.1.0", host="h", url="http://127.0.0.1:1", api="sglang", model=None,
+                                  config={}, suite_name="smoke", suite_version=1, suite_hash="0" * 64)
+        store.add_points(run_id, [{"mode": "open", "rate": 2.0, "num_requests": 8}])
+        doc = run_document(store.get_run(run_id), store.get_points(run_id))
+    (point,) = doc["points"]
+    assert (point["status"], point["mode"], point["rate"], point["concurrency"]) == ("pending", "open", 2.0, None)
+    assert point["num_ok"] is None and point["accept_length"] is None
+    assert point["ttft_ms"] == {"mean": None, "p50": None, "p90": None, "p99": None, "count": None}
