@@ -95,7 +95,7 @@ def test_resume_bookkeeping(tmp_path):
         assert store.next_segment(point_id) == 1
         store.add_request(point_id, full_record(1), segment=1)
         assert sorted(store.request_segments(point_id)) == [0, 1]
-        with pytest.raises(ValueError, match="stored already"):
+        with pytest.raises(UserError, match="stored already"):
             store.add_request(point_id, full_record(2), segment=1)
         store.delete_requests(point_id)
         assert store.measured_indices(point_id) == frozenset()

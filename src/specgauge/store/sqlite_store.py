@@ -313,7 +313,8 @@ class Store:
             if commit:
                 self.commit()
         except sqlite3.IntegrityError as exc:
-            raise ValueError(f"request {record.request_index} of point {point_id} is stored already") from exc
+            raise UserError(f"request {record.request_index} of point {point_id} is stored already "
+                            f"(is another specgauge process running this run?)") from exc
         except sqlite3.Error as exc:  # disk full, file removed, read-only...: one line, not a traceback
             raise UserError(f"cannot write to the results store {self.path}: {exc}") from None
 
