@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specgauge.analysis.aggregate import DEFAULT_MAX_ERROR_RATE
 from specgauge.client.endpoint import API_NAMES
+from specgauge.load.plan import PointSpec
 
 # Header names whose values are never written to the store (give them again on --resume).
 SECRET_HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"})
@@ -89,10 +90,8 @@ class BenchConfig(BaseModel):
             raise ValueError("--burstiness needs --arrival gamma (Poisson arrivals have burstiness 1)")
         return self
 
-    def point_specs(self) -> list["PointSpec"]:  # noqa: F821 - imported lazily (runner contract)
+    def point_specs(self) -> list[PointSpec]:
         """The run's load points, in the order they run."""
-        from specgauge.load.plan import PointSpec
-
         common = dict(duration_s=self.duration_s, warmup_requests=self.warmup, seed=self.seed,
                       max_tokens=self.max_tokens, temperature=self.temperature)
         closed = self.concurrency or (() if self.rates else (1,))
