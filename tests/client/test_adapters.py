@@ -102,12 +102,12 @@ async def test_openai_spec_accept_length_extra_field():
 
 @pytest.mark.parametrize("mode", ["cumulative", "incremental"])
 async def test_sglang_cumulative_and_incremental_text(mode):
-    script = Script(num_chunks=5, tokens_per_chunk=(1, 2), token_text="ab ", sglang_text=mode)
+    script = Script(num_chunks=41, tokens_per_chunk=(1, 2), token_text="ab ", sglang_text=mode)
     with ScriptedServer(script) as server:
         record = await send(server, "sglang")
     assert record.ok, record.error_message
-    assert record.output_text == "ab " * 7
-    assert record.chunk_tokens == [1, 2, 1, 2, 1] and record.token_count_source is TokenCountSource.SERVER
+    assert record.output_text == "ab " * 61
+    assert record.chunk_tokens == [1, 2] * 20 + [1] and record.token_count_source is TokenCountSource.SERVER
 
 
 async def test_sglang_incremental_text_that_looks_cumulative_at_first():

@@ -29,8 +29,8 @@ class StreamState:
         self.cumulative_tokens: list[int | None] = []
         self.done = False             # saw [DONE]
         self.events = 0               # data events seen (any kind)
-        self.raw_texts: list[str] = []  # SGLang: the `text` field of each content event as sent
-        self.text_mode: str | None = None  # SGLang: "cumulative" | "incremental" once known
+        self.raw_texts: list[str] = []  # SGLang: the first events' `text` as sent (see text_delta)
+        self.text_mode: str | None = None  # SGLang: "cumulative" | "incremental" | "rebuilt"
 
 
 def server_error_message(obj: dict) -> str | None:

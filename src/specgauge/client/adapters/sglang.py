@@ -51,21 +51,42 @@ def read_meta_info(meta: dict, record: RequestRecord) -> None:
         record.finish_reason = kind
 
 
+RAW_TEXTS_KEPT = 8  # cumulative-looking events kept verbatim, in case the guess proves wrong
+
+
 def text_delta(text: str, record: RequestRecord, state: StreamState) -> str:
-    """The new text an event carries, handling cumulative and incremental ``text`` alike."""
+    """The new text an event carries, for cumulative and incremental ``text`` alike.
+
+    Cumulative is assumed when the second event's text extends the first; a later event that
+    does not extend the text so far switches to incremental, and the output is rebuilt from the
+    events kept verbatim (the first ``RAW_TEXTS_KEPT``; an incremental stream whose first eight
+    pieces each extend the previous ones is not a case worth holding every event for). In
+    cumulative mode ``record.output_text`` is the latest full text; in incremental mode it is
+    joined from the chunks at the end (no quadratic concatenation while streaming). After a
+    contradiction (mode ``rebuilt``) the text is the rebuilt prefix plus every later piece.
+    """
+    if state.text_mode == "incremental":
+        return text
+    if state.text_mode == "rebuilt":
+        record.output_text += text
+        return text
     so_far = record.output_text
     if state.text_mode is None and so_far:
-        state.text_mode = "cumulative" if text.startswith(so_far) and len(text) > len(so_far) else "incremental"
-    state.raw_texts.append(text)
-    if state.text_mode == "cumulative":
-        if text.startswith(so_far):
-            delta = text[len(so_far):]
-            record.output_text = text
-            return delta
-        # Contradiction: the stream was incremental after all; rebuild the text from the raw events.
-        state.text_mode = "incremental"
-        record.output_text = "".join(state.raw_texts)
-        return text
+        if not (text.startswith(so_far) and len(text) > len(so_far)):
+            state.text_mode = "incremental"
+            record.output_text = ""  # the chunks hold the pieces now
+            return text
+        state.text_mode = "cumulative"
+    if text.startswith(so_far):
+        if len(state.raw_texts) < RAW_TEXTS_KEPT:
+            state.raw_texts.append(text)
+        record.output_text = text
+        return text[len(so_far):]
+    # Contradiction: the stream was incremental after all. Rebuild the text from the kept events
+    # (beyond them, the best guess so far stands); per-chunk texts keep what was computed.
+    state.text_mode = "rebuilt"
+    if len(state.raw_texts) < RAW_TEXTS_KEPT:
+        so_far = "".join(state.raw_texts)
     record.output_text = so_far + text
     return text
 
