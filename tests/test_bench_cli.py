@@ -306,6 +306,19 @@ def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
     assert doc["points"][0]["segments"] == 1 and doc["points"][1]["segments"] == 2
 
 
+def test_bench_config_points_and_what_is_stored():
+    config = BenchConfig(url="http://127.0.0.1:1/", api="sglang", concurrency=(1, 8), rates=(2.5,),
+                         api_key="sk-x", headers=(("Authorization", "Bearer y"), ("X-Team", "infra")))
+    specs = config.point_specs()
+    assert [(s.mode, s.concurrency, s.rate, s.num_requests) for s in specs] == \
+        [("closed", 1, None, 16), ("closed", 8, None, 32), ("open", None, 2.5, 64)]
+    stored = config.stored()
+    assert stored["url"] == "http://127.0.0.1:1" and "api_key" not in stored
+    assert stored["headers"] == [["Authorization", "<redacted>"], ["X-Team", "infra"]]
+    timed = BenchConfig(url="http://127.0.0.1:1", api="sglang", duration_s=5)
+    assert [(s.concurrency, s.num_requests, s.duration_s) for s in timed.point_specs()] == [(1, None, 5)]
+
+
 def test_which_partial_points_resume_by_index():
     assert resumable_by_index(PointSpec(mode="closed", concurrency=4, num_requests=10))
     assert not resumable_by_index(PointSpec(mode="closed", concurrency=4, duration_s=5))
