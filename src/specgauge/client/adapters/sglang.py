@@ -52,6 +52,16 @@ def read_meta_info(meta: dict, record: RequestRecord) -> None:
 
 
 RAW_TEXTS_KEPT = 8  # cumulative-looking events kept verbatim, in case the guess proves wrong
+TAIL_CHECKED = 64   # after those, an event must repeat the last characters so far (not all of them)
+
+
+def _extends(text: str, so_far: str, *, verify_all: bool) -> bool:
+    """Whether cumulative ``text`` extends ``so_far``: fully checked for the first events, then by
+    length and tail only (a full compare on every event is quadratic over a long output)."""
+    if verify_all:
+        return text.startswith(so_far)
+    n = len(so_far)
+    return len(text) >= n and text[max(0, n - TAIL_CHECKED):n] == so_far[-TAIL_CHECKED:]
 
 
 def text_delta(text: str, record: RequestRecord, state: StreamState) -> str:
@@ -77,7 +87,7 @@ def text_delta(text: str, record: RequestRecord, state: StreamState) -> str:
             record.output_text = ""  # the chunks hold the pieces now
             return text
         state.text_mode = "cumulative"
-    if text.startswith(so_far):
+    if _extends(text, so_far, verify_all=len(state.raw_texts) < RAW_TEXTS_KEPT):
         if len(state.raw_texts) < RAW_TEXTS_KEPT:
             state.raw_texts.append(text)
         record.output_text = text
