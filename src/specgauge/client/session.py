@@ -86,7 +86,12 @@ async def _warm_one(session: aiohttp.ClientSession, endpoint: Endpoint, timeouts
 async def warm_pool(session: aiohttp.ClientSession, endpoint: Endpoint, connections: int,
                     timeouts: Timeouts) -> None:
     """Open at least ``connections`` keep-alive connections before the measured window, with cheap
-    concurrent ``GET /v1/models`` (or ``/health``) requests, so no measured request pays set-up."""
+    concurrent ``GET /v1/models`` (or ``/health``) requests, so no measured request pays set-up.
+
+    All requests start in one loop turn, so each opens a connection of its own (a request started
+    after another finished would reuse that one); the set-up times recorded for them therefore
+    include waiting behind the other connects of the same burst.
+    """
     await asyncio.gather(*(_warm_one(session, endpoint, timeouts) for _ in range(max(1, connections))))
 
 
