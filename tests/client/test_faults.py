@@ -128,5 +128,8 @@ async def test_check_reachable_names_the_url_and_reason():
     with pytest.raises(UserError, match=f"cannot reach {url}: connection refused"):
         await check_reachable(Endpoint(url, api="openai-chat"))
     with ScriptedServer() as server:
-        await check_reachable(Endpoint(server.url, api="sglang"))
+        await check_reachable(Endpoint(server.url, api="sglang"))  # answers: no error
+        tls_url = server.url.replace("http://", "https://")
+        with pytest.raises(UserError, match=f"cannot reach {tls_url}: TLS handshake failed"):
+            await check_reachable(Endpoint(tls_url, api="sglang"))
 
