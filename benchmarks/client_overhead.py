@@ -7,7 +7,8 @@ truth (``perf_counter_ns`` when each request arrived and when each chunk was wri
 - at 128 and 512 concurrent streams: client TTFT minus server-truth TTFT (median, p99), measured
   ITL versus the truth (%), connection set-up time (its own figure: the pool is warmed first),
   and the runner's send lag;
-- at 64 streams with the server writing as fast as it can: content chunks consumed per second;
+- at 64 streams with the server writing as fast as it can: content chunks consumed per second,
+  with the server batching 16 events per socket write and with one event per write;
 - the same accuracy figures for the issue's reference "plain aiohttp + uvloop client" (no pool
   warm-up, send time taken before ``session.post``), side by side in the same run.
 
@@ -173,18 +174,23 @@ def plain_accuracy(concurrency: int, waves: int, script: dict) -> dict:
             "itl_error_pct_mean": statistics.fmean(itl_pct) if itl_pct else float("nan")}
 
 
-def throughput(streams: int, chunks_per_request: int, requests_per_stream: int) -> dict:
-    """Content chunks the client consumes per second, the server writing as fast as it can."""
-    script = {"num_chunks": chunks_per_request, "tokens_per_chunk": 1, "events_per_write": 16,
+def throughput(streams: int, chunks_per_request: int, requests_per_stream: int, events_per_write: int) -> dict:
+    """Content chunks the client consumes per second, the server writing as fast as it can
+    (``events_per_write`` events per socket write)."""
+    script = {"num_chunks": chunks_per_request, "tokens_per_chunk": 1, "events_per_write": events_per_write,
               "token_text": "t"}
     with ServerProcess(script) as server:
         endpoint = Endpoint(server.url, api="openai-completions", model="scripted-model")
         spec = PointSpec(mode="closed", concurrency=streams, num_requests=streams * requests_per_stream)
+        cpu_start = time.process_time()
         outcome = run_async(run_point(endpoint, SUITE, spec, on_record=lambda r: None))
+        client_cpu_s = time.process_time() - cpu_start
     chunks = sum(len(r.chunk_times_ns) for r in outcome.records)
     seconds = (outcome.window_end_ns - outcome.window_start_ns) / 1e9
+    reads = sum(len(set(r.chunk_times_ns)) for r in outcome.records)  # chunks in one read share a stamp
     return {"streams": streams, "chunks": chunks, "seconds": seconds, "chunks_per_s": chunks / seconds,
-            "errors": sum(not r.ok for r in outcome.records)}
+            "errors": sum(not r.ok for r in outcome.records), "client_cpu_share": client_cpu_s / seconds,
+            "chunks_per_read": chunks / max(1, reads)}
 
 
 def main() -> None:
@@ -223,9 +229,12 @@ def main() -> None:
             print(f"       plain aiohttp+uvloop reference client, same point: TTFT - truth median "
                   f"{p['ttft_error_ms_p50']:+.2f} ms, p99 {p['ttft_error_ms_p99']:+.2f} ms; "
                   f"ITL vs truth {p['itl_error_pct_mean']:+.3f} % mean")
-    t = throughput(args.throughput_streams, args.throughput_chunks, 2)
-    print(f"  {t['streams']:4d} streams, server as fast as it can: {t['chunks']} chunks in {t['seconds']:.2f} s "
-          f"= {t['chunks_per_s']:,.0f} chunks/s (target >= 100,000; {t['errors']} errors)")
+    for events_per_write in (16, 1):
+        t = throughput(args.throughput_streams, args.throughput_chunks, 2, events_per_write)
+        print(f"  {t['streams']:4d} streams, server as fast as it can ({events_per_write} event(s) per write): "
+              f"{t['chunks']} chunks in {t['seconds']:.2f} s = {t['chunks_per_s']:,.0f} chunks/s "
+              f"(target >= 100,000; {t['errors']} errors); {t['chunks_per_read']:.1f} chunks per read, "
+              f"client at {100 * t['client_cpu_share']:.0f} % of one core")
     for module, label in PEERS.items():
         state = "installed, but no adapter to drive it here yet" if importlib.util.find_spec(module) else "not installed"
         print(f"  peer {label}: {state}")
