@@ -1,0 +1,71 @@
+"""Where and how to reach the server under test: frozen config, validated at the edge."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from specgauge.errors import UserError
+
+API_NAMES = ("openai-chat", "openai-completions", "sglang")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The server under test.
+
+    ``api`` names an adapter (see :mod:`specgauge.client.adapters`). ``api_key`` is sent as
+    ``Authorization: Bearer``; when it is None, ``OPENAI_API_KEY`` from the environment is used.
+    ``model`` None means "auto-detect from ``/v1/models``" (the runner does it once per point).
+    ``tokenizer_path`` names a local ``tokenizer.json`` for counting tokens per chunk when the
+    server gives no cumulative counts.
+    """
+
+    base_url: str
+    api: str
+    model: str | None = None
+    api_key: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    tokenizer_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise UserError(f"endpoint URL must start with http:// or https://: {self.base_url!r}")
+        if self.api not in API_NAMES:
+            raise UserError(f"unknown --api {self.api!r} (choose one of: {', '.join(API_NAMES)})")
+        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
+
+    def url(self, path: str) -> str:
+        """Absolute URL of ``path`` on this server (``path`` starts with '/')."""
+        return self.base_url + path
+
+
+@lru_cache(maxsize=64)
+def parsed_url(endpoint: Endpoint, path: str):
+    """``endpoint.url(path)`` as a ``yarl.URL``, parsed once (aiohttp would parse a str per request)."""
+    from yarl import URL
+
+    return URL(endpoint.url(path))
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Per-request limits in seconds: TCP/TLS connect, wait for response headers, stall between reads."""
+
+    connect_s: float = 10
+    headers_s: float = 60
+    read_s: float = 60
+
+
+@lru_cache(maxsize=64)
+def request_headers(endpoint: Endpoint) -> dict[str, str]:
+    """HTTP headers for every request to ``endpoint`` (computed once per endpoint; do not mutate)."""
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+               "User-Agent": "specgauge"}
+    api_key = endpoint.api_key if endpoint.api_key is not None else os.environ.get("OPENAI_API_KEY")
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    for name, value in endpoint.headers:
+        headers[name] = value
+    return headers

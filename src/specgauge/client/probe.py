@@ -1,0 +1,86 @@
+"""Looking at a server before the load: reachable?, which model?, what is it? (fingerprint)."""
+
+from __future__ import annotations
+
+import aiohttp
+import orjson
+
+from specgauge.client.endpoint import Endpoint, request_headers
+from specgauge.client.send import classify_exception
+from specgauge.errors import UserError
+
+PROBE_TIMEOUT_S = 10.0
+FINGERPRINT_HEADERS = ("server", "x-powered-by", "via")
+SERVER_INFO_PATHS = ("/get_server_info", "/server_info")
+
+
+async def _get_json(session: aiohttp.ClientSession, endpoint: Endpoint, path: str) -> tuple[object, dict]:
+    """``(JSON or None, response headers)`` of ``GET path``; never raises."""
+    try:
+        async with session.get(endpoint.url(path), headers=request_headers(endpoint)) as resp:
+            headers = {k.lower(): v for k, v in resp.headers.items()}
+            if resp.status != 200:
+                return None, headers
+            try:
+                return orjson.loads(await resp.read()), headers
+            except orjson.JSONDecodeError:
+                return None, headers
+    except Exception:
+        return None, {}
+
+
+def _session() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT_S))
+
+
+def first_model_id(models: object) -> str | None:
+    """The first ``id`` of an OpenAI ``/v1/models`` listing."""
+    if isinstance(models, dict) and isinstance(models.get("data"), list) and models["data"]:
+        first = models["data"][0]
+        if isinstance(first, dict) and first.get("id"):
+            return str(first["id"])
+    return None
+
+
+async def detect_model(endpoint: Endpoint) -> str | None:
+    """The server's model name: the first id of ``/v1/models``, else SGLang's
+    ``/get_model_info`` ``model_path``; None when neither answers. Never raises."""
+    async with _session() as session:
+        models, _ = await _get_json(session, endpoint, "/v1/models")
+        model = first_model_id(models)
+        if model is None:
+            info, _ = await _get_json(session, endpoint, "/get_model_info")
+            if isinstance(info, dict) and info.get("model_path"):
+                model = str(info["model_path"])
+        return model
+
+
+async def fingerprint(endpoint: Endpoint) -> dict:
+    """What the server says it is: ``/v1/models`` JSON, SGLang server info when present, and
+    identifying response headers (``server``, ...). Never raises; missing parts are None."""
+    async with _session() as session:
+        models, headers = await _get_json(session, endpoint, "/v1/models")
+        server_info = None
+        for path in SERVER_INFO_PATHS:
+            server_info, more_headers = await _get_json(session, endpoint, path)
+            headers = headers or more_headers
+            if server_info is not None:
+                break
+        return {"base_url": endpoint.base_url, "api": endpoint.api, "models": models,
+                "server_info": server_info,
+                "headers": {k: headers[k] for k in FINGERPRINT_HEADERS if k in headers}}
+
+
+async def check_reachable(endpoint: Endpoint) -> None:
+    """Raise :class:`UserError` ("cannot reach URL: connection refused") unless the server
+    answers HTTP at all (any status counts as reachable)."""
+    async with _session() as session:
+        try:
+            async with session.get(endpoint.url("/v1/models"), headers=request_headers(endpoint)) as resp:
+                await resp.read()
+        except Exception as exc:
+            error_class, message = classify_exception(exc, headers_received=False)
+            reason = {"connect_refused": "connection refused", "dns": "host name not found (DNS)",
+                      "tls": "TLS handshake failed", "connect_timeout": "connect timed out",
+                      "header_timeout": "no response within the timeout"}.get(error_class.value, message)
+            raise UserError(f"cannot reach {endpoint.base_url}: {reason}") from None

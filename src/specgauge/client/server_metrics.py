@@ -1,0 +1,178 @@
+"""Server-side speculation counters, scraped around a load point and diffed.
+
+- vLLM ``/metrics`` (Prometheus text) counters ``vllm:spec_decode_num_drafts_total``,
+  ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` and
+  ``..._num_accepted_tokens_per_pos_total{position="i"}``: the difference after − before gives
+  the point's own acceptance length ``1 + accepted / drafts``, rate ``accepted / draft_tokens`` and
+  per-position rates ``accepted_at_i / drafts`` (scope ``point``).
+- SGLang Prometheus gauges ``sglang:spec_accept_length`` / ``sglang:spec_accept_rate`` (the
+  server's figure for its latest logging interval, read at the end of the point: scope
+  ``gauge_at_end``).
+- SGLang ``/get_server_info`` (newer ``/server_info``) ``internal_states[0].avg_spec_accept_length``
+  is cumulative since the server started (scope ``cumulative_since_start``): it is the point's
+  own value only if the server served nothing else, which the tool cannot know.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import aiohttp
+
+VLLM_PREFIX = "vllm:spec_decode_"
+VLLM_COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
+VLLM_PER_POSITION = "num_accepted_tokens_per_pos"
+SERVER_INFO_PATHS = ("/get_server_info", "/server_info")
+
+_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?\s*$')
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class SpecCounters:
+    """Speculation as the server counted it, for one point (see the module doc for ``scope``)."""
+
+    accept_length: float | None
+    accept_rate: float | None
+    source: str                      # "vllm_metrics" | "sglang_metrics" | "sglang_server_info"
+    scope: str                       # "point" | "gauge_at_end" | "cumulative_since_start"
+    num_drafts: float | None = None
+    num_draft_tokens: float | None = None
+    num_accepted_tokens: float | None = None
+    per_position: list[float] = field(default_factory=list)  # acceptance rate at draft position i
+
+    def to_dict(self) -> dict:
+        return {"accept_length": self.accept_length, "accept_rate": self.accept_rate, "source": self.source,
+                "scope": self.scope, "num_drafts": self.num_drafts, "num_draft_tokens": self.num_draft_tokens,
+                "num_accepted_tokens": self.num_accepted_tokens, "per_position": list(self.per_position)}
+
+
+def parse_prometheus(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Samples ``(name, labels, value)`` of a Prometheus text exposition; bad lines are skipped."""
+    samples = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if not match:
+            continue
+        name, label_text, value_text = match.groups()
+        try:
+            value = float(value_text)
+        except ValueError:
+            continue
+        labels = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _LABEL.findall(label_text or "")}
+        samples.append((name, labels, value))
+    return samples
+
+
+def _base_name(name: str) -> str:
+    return name[:-6] if name.endswith("_total") else name
+
+
+def spec_metrics(text: str) -> dict:
+    """The speculation figures in a ``/metrics`` page: vLLM counters (summed over label sets,
+    per position kept apart) and SGLang gauges (averaged over label sets)."""
+    vllm: dict[str, float] = {}
+    per_position: dict[int, float] = {}
+    gauges: dict[str, list[float]] = {}
+    for name, labels, value in parse_prometheus(text):
+        if name.startswith(VLLM_PREFIX):
+            key = _base_name(name[len(VLLM_PREFIX):])
+            if key == VLLM_PER_POSITION and "position" in labels:
+                position = int(labels["position"])
+                per_position[position] = per_position.get(position, 0.0) + value
+            elif key in VLLM_COUNTERS:
+                vllm[key] = vllm.get(key, 0.0) + value
+        elif name in ("sglang:spec_accept_length", "sglang:spec_accept_rate") and math.isfinite(value):
+            gauges.setdefault(name.split(":", 1)[1], []).append(value)
+    out: dict = {}
+    if vllm:
+        out["vllm"] = vllm
+        if per_position:
+            out["vllm_per_position"] = {str(k): v for k, v in sorted(per_position.items())}
+    if gauges:
+        out["sglang_gauges"] = {k: sum(v) / len(v) for k, v in gauges.items()}
+    return out
+
+
+def server_info_spec(info: dict) -> dict:
+    """``avg_spec_accept_length`` from SGLang server info (``internal_states[0]``, or top level)."""
+    states = info.get("internal_states")
+    candidates = ([states[0]] if isinstance(states, list) and states and isinstance(states[0], dict) else [])
+    candidates.append(info)
+    for source in candidates:
+        value = source.get("avg_spec_accept_length")
+        if isinstance(value, (int, float)):
+            return {"avg_spec_accept_length": float(value)}
+    return {}
+
+
+def counters_between(before: dict | None, after: dict | None) -> SpecCounters | None:
+    """The point's :class:`SpecCounters` from two snapshots (see :func:`scrape_spec_snapshot`)."""
+    if not after:
+        return None
+    before = before or {}
+    if "vllm" in after and "vllm" in before:
+        diff = {k: after["vllm"].get(k, 0.0) - before["vllm"].get(k, 0.0) for k in VLLM_COUNTERS}
+        drafts, draft_tokens, accepted = diff["num_drafts"], diff["num_draft_tokens"], diff["num_accepted_tokens"]
+        if drafts > 0:
+            pos_after, pos_before = after.get("vllm_per_position", {}), before.get("vllm_per_position", {})
+            per_position = [(pos_after[k] - pos_before.get(k, 0.0)) / drafts
+                            for k in sorted(pos_after, key=int)]
+            return SpecCounters(accept_length=1.0 + accepted / drafts,
+                                accept_rate=accepted / draft_tokens if draft_tokens > 0 else None,
+                                source="vllm_metrics", scope="point", num_drafts=drafts,
+                                num_draft_tokens=draft_tokens, num_accepted_tokens=accepted,
+                                per_position=per_position)
+    if "sglang_gauges" in after:
+        gauges = after["sglang_gauges"]
+        return SpecCounters(accept_length=gauges.get("spec_accept_length"),
+                            accept_rate=gauges.get("spec_accept_rate"),
+                            source="sglang_metrics", scope="gauge_at_end")
+    if "sglang_server_info" in after:
+        return SpecCounters(accept_length=after["sglang_server_info"]["avg_spec_accept_length"],
+                            accept_rate=None, source="sglang_server_info", scope="cumulative_since_start")
+    return None
+
+
+async def _get(session: aiohttp.ClientSession, url: str, headers: dict, timeout_s: float):
+    try:
+        async with session.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            if resp.status != 200:
+                return None
+            return await resp.read()
+    except Exception:  # scraping is best effort: a server without the endpoint just has no figure
+        return None
+
+
+async def scrape_spec_snapshot(session: aiohttp.ClientSession, base_url: str, headers: dict,
+                               *, timeout_s: float = 5.0) -> dict:
+    """One snapshot of the server's speculation figures (``/metrics`` and server info); never raises.
+
+    Keys present only when found: ``vllm``, ``vllm_per_position``, ``sglang_gauges``,
+    ``sglang_server_info``.
+    """
+    import orjson
+
+    snapshot: dict = {}
+    page = await _get(session, base_url + "/metrics", headers, timeout_s)
+    if page:
+        snapshot.update(spec_metrics(page.decode("utf-8", "replace")))
+    for path in SERVER_INFO_PATHS:
+        body = await _get(session, base_url + path, headers, timeout_s)
+        if body is None:
+            continue
+        try:
+            info = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(info, dict):
+            found = server_info_spec(info)
+            if found:
+                snapshot["sglang_server_info"] = found
+            break
+    return snapshot

@@ -1,0 +1,218 @@
+"""Run a benchmark sweep (or finish an interrupted one) and store every request as it finishes.
+
+The programmatic entry of ``specgauge bench``: :func:`run_benchmark` and :func:`resume_benchmark`
+return a :class:`RunSummary`; ``compare`` and the demo call them without the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import platform
+from dataclasses import dataclass
+
+from specgauge import __version__
+from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_point, server_spec_as_dict,
+                                          window_from_records)
+from specgauge.client.probe import check_reachable, detect_model, fingerprint
+from specgauge.errors import UserError
+from specgauge.load.bench_config import REDACTED, BenchConfig, describe_point
+from specgauge.load.plan import Endpoint, PointSpec
+from specgauge.load.runner import PointOutcome, run_point
+from specgauge.report.progress import BenchProgress, NullProgress
+from specgauge.store import PointRow, Store
+from specgauge.store.turn_writer import TurnWriter
+from specgauge.suites.model import Suite
+from specgauge.suites.registry import load_suite
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """One finished point of a run."""
+
+    point_index: int
+    spec: dict
+    aggregate: PointAggregate
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run produced; the full detail is in the store under ``run_id``."""
+
+    run_id: int
+    status: str
+    points: tuple[PointResult, ...]
+
+    @property
+    def flagged(self) -> bool:
+        return any(p.aggregate.flagged for p in self.points)
+
+
+def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
+    return Endpoint(base_url=config.url, api=config.api, model=model, api_key=config.api_key,
+                    headers=config.headers, tokenizer_path=config.tokenizer_path)
+
+
+async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgress | None = None) -> RunSummary:
+    """Run every point of ``config`` against its server, storing each request as it finishes.
+
+    Raises :class:`UserError` before anything is stored when the suite is unknown or the server
+    cannot be reached.
+    """
+    progress = progress or NullProgress()
+    suite = load_suite(config.suite)
+    specs = config.point_specs()
+    probe = _endpoint(config, config.model)
+    await check_reachable(probe)
+    model = config.model or await detect_model(probe)
+    endpoint = _endpoint(config, model)
+    server = await fingerprint(endpoint)
+    run_id = store.create_run(
+        tool_version=__version__, host=platform.node(), url=config.url, api=config.api, model=model,
+        config=config.stored(), suite_name=suite.name, suite_version=suite.version,
+        suite_hash=suite.content_hash, server_fingerprint=server,
+        server_info=server.get("server_info"), response_headers=server.get("headers"),
+    )
+    store.add_points(run_id, [dataclasses.asdict(spec) for spec in specs])
+    progress.run_started(run_id, len(specs), resumed=False)
+    return await _run_points(run_id, store, endpoint, suite, config, progress)
+
+
+async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | None = None, *,
+                           api_key: str | None = None,
+                           headers: tuple[tuple[str, str], ...] = ()) -> RunSummary:
+    """Finish run ``run_id`` with the config it was started with: unfinished points run, and a
+    partial point runs only its missing request indices (same seed, same prompt order).
+
+    ``api_key`` (else ``OPENAI_API_KEY``) and ``headers`` supply the secrets that were not stored.
+    """
+    progress = progress or NullProgress()
+    run = store.get_run(run_id)
+    config = _restore_config(run.config, api_key=api_key, headers=headers)
+    suite = load_suite(config.suite)
+    if suite.content_hash != run.suite_hash:
+        raise UserError(f"run {run_id} used suite {run.suite_name}@{run.suite_version} with hash "
+                        f"{run.suite_hash[:12]}, but '{config.suite}' now has hash {suite.content_hash[:12]}; "
+                        f"the prompts changed, so the run cannot be resumed")
+    endpoint = _endpoint(config, run.model)
+    points = store.get_points(run_id)
+    progress.run_started(run_id, len(points), resumed=True)
+    if all(p.status == "done" for p in points):
+        store.set_run_status(run_id, "done")
+        progress.run_finished(run_id, "done")
+        return _summary(run_id, "done", store.get_points(run_id))
+    await check_reachable(endpoint)
+    store.set_run_status(run_id, "running")
+    return await _run_points(run_id, store, endpoint, suite, config, progress)
+
+
+def _restore_config(stored: dict, *, api_key: str | None, headers: tuple[tuple[str, str], ...]) -> BenchConfig:
+    given = {name.lower(): (name, value) for name, value in headers}
+    restored = []
+    for name, value in stored.get("headers", []):
+        if value == REDACTED:
+            if name.lower() not in given:
+                raise UserError(f"the run was started with header '{name}', which is not stored; "
+                                f"pass it again with --header '{name}: ...'")
+            value = given.pop(name.lower())[1]
+        restored.append((name, value))
+    restored.extend(given.values())
+    data = dict(stored, headers=restored, api_key=api_key)
+    return BenchConfig.model_validate(data)
+
+
+def resumable_by_index(spec: PointSpec) -> bool:
+    """Whether a partial point can be finished by sending only its missing request indices.
+
+    Yes for a closed-loop point with a request count: the same users send the rest, each index
+    with its own prompt. No for a duration-bounded point (no fixed set of indices) and for an
+    open-loop point (the missing arrivals, sent at their scheduled times, would be a thinner
+    load than the stated rate): those rerun whole.
+    """
+    return spec.mode == "closed" and spec.num_requests is not None
+
+
+async def _run_points(run_id: int, store: Store, endpoint: Endpoint, suite: Suite, config: BenchConfig,
+                      progress: BenchProgress) -> RunSummary:
+    try:
+        for point in store.get_points(run_id):
+            if point.status != "done":
+                await _run_point(store, point, endpoint, suite, config, progress)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        store.set_run_status(run_id, "interrupted")
+        progress.run_finished(run_id, "interrupted")
+        raise
+    except BaseException as exc:
+        store.set_run_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        progress.run_finished(run_id, "failed")
+        raise
+    store.set_run_status(run_id, "done")
+    progress.run_finished(run_id, "done")
+    return _summary(run_id, "done", store.get_points(run_id))
+
+
+async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: Suite, config: BenchConfig,
+                     progress: BenchProgress) -> None:
+    spec = PointSpec(**point.spec)
+    stored = store.measured_indices(point.id)
+    if stored and not resumable_by_index(spec):
+        store.delete_requests(point.id)
+        stored = frozenset()
+    segment = store.next_segment(point.id)
+    store.start_point(point.id)
+    progress.point_started(point.point_index, describe_point(point.spec), spec.num_requests, len(stored))
+
+    writer = TurnWriter(store, point.id, segment)  # inserted at once, committed this loop turn
+
+    def on_record(record) -> None:
+        writer(record)
+        progress.request_finished(record)
+
+    outcome = None
+    if spec.num_requests is None or len(stored) < spec.num_requests:
+        try:
+            outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored)
+        finally:
+            writer.flush()
+        store.checkpoint()  # between points, never inside a measured window
+    windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate)
+    store.finish_point(
+        point.id, windows=[[w.start_ns, w.end_ns] for w in windows], aggregates=aggregate.to_dict(),
+        server_spec_before=server_spec_as_dict(outcome.server_spec_before) if outcome is not None else None,
+        server_spec_after=server_spec_as_dict(outcome.server_spec_after) if outcome is not None else None,
+    )
+    progress.point_finished(point.point_index, aggregate)
+
+
+def _aggregate_stored(store: Store, point_id: int, outcome: PointOutcome | None, segment: int,
+                      max_error_rate: float) -> tuple[list[Window], PointAggregate]:
+    """Aggregate every stored request of the point over the windows of all its segments.
+
+    The segment just run has the runner's window; an earlier one, cut short by a kill, spans its
+    first send to its last stored end. Server counters and connect times cover the last run only.
+    """
+    segments = store.request_segments(point_id)
+    windows: list[Window] = []
+    for number, records in segments.items():
+        if outcome is not None and number == segment:
+            windows.append(Window(outcome.window_start_ns, outcome.window_end_ns))
+        elif (window := window_from_records(records)) is not None:
+            windows.append(window)
+    resumed = len(windows) > 1
+    aggregate = aggregate_point(
+        [r for group in segments.values() for r in group], windows,
+        connect_ms=outcome.connect_ms if outcome is not None else (),
+        send_lag_ms=None if resumed or outcome is None else outcome.send_lag_ms,
+        server_spec=outcome.server_spec if outcome is not None else None,
+        max_error_rate=max_error_rate,
+    )
+    if resumed and aggregate.server_spec is not None:
+        aggregate = dataclasses.replace(
+            aggregate, server_spec={**aggregate.server_spec, "covers": "the last segment of a resumed point only"})
+    return windows, aggregate
+
+
+def _summary(run_id: int, status: str, points: list[PointRow]) -> RunSummary:
+    return RunSummary(run_id=run_id, status=status, points=tuple(
+        PointResult(p.point_index, p.spec, PointAggregate.from_dict(p.aggregates))
+        for p in points if p.status == "done" and p.aggregates is not None))

@@ -1,0 +1,170 @@
+"""Run one load point: warm the pool, warm up, measure a window, diff the server's counters.
+
+The measured window is executed by :func:`execute_plan` over a list of planned slots — the seam
+for splitting one point over several worker processes later (each would run a subset of the slots
+on its own session and return its records). Today one process runs them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Callable, Coroutine, Iterable, TypeVar
+
+import aiohttp
+
+from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
+from specgauge.client.probe import detect_model
+from specgauge.client.records import RequestRecord
+from specgauge.client.send import send_request
+from specgauge.client.tokens import load_tokenizer
+from specgauge.client.session import gc_frozen, open_session, warm_pool
+from specgauge.client.server_metrics import SpecCounters, counters_between, scrape_spec_snapshot
+from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
+from specgauge.suites.model import Suite
+
+T = TypeVar("T")
+WARMUP_SEED_OFFSET = 1_000_003
+
+
+@dataclass
+class PointOutcome:
+    """What a point produced: its measured records and the runner's own figures."""
+
+    records: list[RequestRecord]          # measured requests, in completion order
+    window_start_ns: int
+    window_end_ns: int
+    warmup_records: int                   # warm-up requests sent (not in ``records``)
+    connect_ms: list[float]               # set-up time of every connection the point opened
+    send_lag_ms: list[float]              # actual minus scheduled send, per measured request
+    server_spec: SpecCounters | None      # server-side speculation figures for the point
+    server_spec_before: dict | None       # raw snapshots the figures came from
+    server_spec_after: dict | None
+    model: str | None = None              # the model name sent (given or auto-detected)
+
+
+def run_async(coro: Coroutine[object, object, T]) -> T:
+    """Run ``coro`` on a uvloop event loop when uvloop is installed (asyncio's otherwise)."""
+    try:
+        import uvloop
+        loop_factory = uvloop.new_event_loop
+    except ImportError:
+        loop_factory = None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(coro)
+
+
+async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite: Suite, spec: PointSpec,
+                       items: Iterable[PlannedRequest], *, on_record: Callable[[RequestRecord], None] | None,
+                       timeouts: Timeouts, window_start_ns: int,
+                       deadline_ns: int | None) -> list[RequestRecord]:
+    """Send ``items`` under ``spec``'s load mode; return their records (completion order).
+
+    Closed loop: ``spec.concurrency`` users share the slot list; each user's next request is
+    scheduled the moment its last one ended (so send lag shows client-side delay, ``on_record``
+    included). Open loop: slot ``i`` is scheduled at ``window_start + offset_i``; with
+    ``max_concurrency`` a slot also waits for a free place (that wait shows up as lag).
+    No new request starts after ``deadline_ns``; requests in flight finish.
+    """
+    records: list[RequestRecord] = []
+
+    async def one(item: PlannedRequest, scheduled_ns: int) -> None:
+        record = await send_request(session, endpoint, suite.requests[item.prompt_index],
+                                    request_index=item.request_index, prompt_index=item.prompt_index,
+                                    max_tokens=spec.max_tokens, temperature=spec.temperature,
+                                    scheduled_ns=scheduled_ns, timeouts=timeouts)
+        records.append(record)
+        if on_record is not None:
+            on_record(record)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            if spec.mode == "closed":
+                slots = iter(items)
+
+                async def user() -> None:
+                    free_since = window_start_ns
+                    for item in slots:  # one shared iterator: each user takes the next free slot
+                        if deadline_ns is not None and perf_counter_ns() >= deadline_ns:
+                            return
+                        await one(item, free_since)
+                        free_since = perf_counter_ns()
+
+                for _ in range(int(spec.concurrency or 1)):  # a user with no slot left just returns
+                    group.create_task(user())
+            else:
+                await _open_loop(group, one, spec, items, window_start_ns, deadline_ns)
+    except BaseExceptionGroup as errors:  # the first failure (an on_record error, say) as itself
+        raise errors.exceptions[0] from None
+    return records
+
+
+async def _open_loop(group: asyncio.TaskGroup, one, spec: PointSpec, items: Iterable[PlannedRequest],
+                     window_start_ns: int, deadline_ns: int | None) -> None:
+    """Start each slot at its scheduled time (waiting for a free place under ``max_concurrency``)."""
+    limit = asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else None
+
+    async def limited(item: PlannedRequest, scheduled_ns: int) -> None:
+        try:
+            await one(item, scheduled_ns)
+        finally:
+            if limit is not None:
+                limit.release()
+
+    for item in items:
+        scheduled_ns = window_start_ns + int(item.offset_s * 1e9)
+        if deadline_ns is not None and scheduled_ns >= deadline_ns:
+            return
+        delay_s = (scheduled_ns - perf_counter_ns()) / 1e9
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
+        if limit is not None:
+            await limit.acquire()
+        group.create_task(limited(item, scheduled_ns))
+
+
+async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
+                    on_record: Callable[[RequestRecord], None],
+                    skip_request_indices: frozenset[int] = frozenset(),
+                    timeouts: Timeouts = Timeouts()) -> PointOutcome:
+    """Run one load point against ``endpoint`` and return its :class:`PointOutcome`.
+
+    Steps: detect the model when none is given; open ``spec.pool_size`` connections; send the
+    warm-up requests (own prompt order, not recorded); snapshot the server's speculation figures;
+    measure the window with GC frozen, calling ``on_record`` in the event loop as each measured
+    request finishes; snapshot again and diff. Slots in ``skip_request_indices`` (already stored,
+    ``--resume``) are not sent. Request faults are on the records; nothing here raises for them.
+    """
+    if endpoint.tokenizer_path:
+        load_tokenizer(endpoint.tokenizer_path)  # a bad path fails here, before any request; and it is cached
+    if endpoint.model is None and endpoint.api != "sglang":
+        endpoint = dataclasses.replace(endpoint, model=await detect_model(endpoint))
+    num_prompts = len(suite.requests)
+    items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
+    connect_ms: list[float] = []
+    async with open_session(timeouts, connect_ms) as session:
+        await warm_pool(session, endpoint, spec.pool_size, timeouts)
+        if spec.warmup_requests:
+            warm_order = prompt_order(spec.seed + WARMUP_SEED_OFFSET, num_prompts, spec.warmup_requests)
+            warm_items = [PlannedRequest(-1 - i, p) for i, p in enumerate(warm_order)]
+            warm_spec = dataclasses.replace(spec, mode="closed", concurrency=spec.pool_size,
+                                            num_requests=len(warm_items), duration_s=None)
+            await execute_plan(session, endpoint, suite, warm_spec, warm_items, on_record=None,
+                               timeouts=timeouts, window_start_ns=perf_counter_ns(), deadline_ns=None)
+        headers = request_headers(endpoint)
+        before = await scrape_spec_snapshot(session, endpoint.base_url, headers)
+        with gc_frozen():
+            window_start_ns = perf_counter_ns()
+            deadline_ns = (window_start_ns + int(spec.duration_s * 1e9)) if spec.duration_s else None
+            records = await execute_plan(session, endpoint, suite, spec, items, on_record=on_record,
+                                         timeouts=timeouts, window_start_ns=window_start_ns,
+                                         deadline_ns=deadline_ns)
+            window_end_ns = perf_counter_ns()
+        after = await scrape_spec_snapshot(session, endpoint.base_url, headers)
+    lags = [r.send_lag_ns / 1e6 for r in records if r.send_lag_ns is not None]
+    return PointOutcome(records=records, window_start_ns=window_start_ns, window_end_ns=window_end_ns,
+                        warmup_records=spec.warmup_requests, connect_ms=connect_ms, send_lag_ms=lags,
+                        server_spec=counters_between(before, after), server_spec_before=before or None,
+                        server_spec_after=after or None, model=endpoint.model)

@@ -1,0 +1,129 @@
+"""Terminal output (rich): a live progress bar per point and a summary table per run.
+
+Progress always goes to stderr, so stdout stays clean for ``--output-json -``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from specgauge.analysis import definitions
+from specgauge.analysis.aggregate import PointAggregate
+from specgauge.client.records import RequestRecord
+from specgauge.load.bench_config import describe_point
+from specgauge.report.export import point_document
+from specgauge.store import PointRow, RunRow
+
+
+# A redraw holds the interpreter ~1 ms (measured on a terminal), stalling the event loop that
+# timestamps the streams: rich's default 10 redraws a second would touch 1 % of the time.
+REFRESH_PER_SECOND = 2
+
+
+class RichProgress:
+    """One progress bar per point: requests done/total, live output tok/s and errors."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self._progress = Progress(
+            TextColumn("[bold]{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[tok_s]:>9} tok/s"), TextColumn("{task.fields[errors]}"),
+            TimeElapsedColumn(), console=self.console, transient=False,
+            refresh_per_second=REFRESH_PER_SECOND,
+        )
+        self._task: TaskID | None = None
+        self._started = 0.0
+        self._tokens = 0
+        self._errors = 0
+
+    def run_started(self, run_id: int, num_points: int, *, resumed: bool) -> None:
+        verb = "resuming" if resumed else "run"
+        self.console.print(f"specgauge: {verb} {run_id}: {num_points} point(s)")
+        self._progress.start()
+
+    def point_started(self, point_index: int, label: str, total: int | None, already_done: int) -> None:
+        self._started, self._tokens, self._errors = time.perf_counter(), 0, 0
+        self._task = self._progress.add_task(label, total=total, completed=already_done, tok_s="-", errors="")
+
+    def request_finished(self, record: RequestRecord) -> None:
+        if self._task is None:
+            return
+        if record.ok:
+            self._tokens += definitions.output_token_count(record)
+        else:
+            self._errors += 1
+        elapsed = time.perf_counter() - self._started
+        tok_s = f"{self._tokens / elapsed:,.0f}" if elapsed > 0 else "-"
+        errors = f"[red]{self._errors} err" if self._errors else ""
+        self._progress.update(self._task, advance=1, tok_s=tok_s, errors=errors)
+
+    def point_finished(self, point_index: int, aggregate: PointAggregate) -> None:
+        if self._task is not None:
+            tok_s = aggregate.output_tokens_per_s
+            errors = f"[red]{aggregate.flag_reason}" if aggregate.flagged else (
+                f"{aggregate.num_errors} err" if aggregate.num_errors else "")
+            self._progress.update(self._task, tok_s="-" if tok_s is None else f"{tok_s:,.0f}", errors=errors)
+            self._task = None
+
+    def run_finished(self, run_id: int, status: str) -> None:
+        self._progress.stop()
+        if status != "done":
+            self.console.print(f"specgauge: run {run_id} {status}; finish it with: specgauge bench --resume {run_id}")
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def _num(value: float | None, spec: str = ",.1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def run_table(run: RunRow, points: list[PointRow]) -> Table:
+    """The run's summary: one row per point; flagged points in red with the reason."""
+    model = f" · {run.model}" if run.model else ""
+    table = Table(title=f"run {run.id} · {run.api} {run.url}{model} · suite {run.suite_name}@{run.suite_version}"
+                        f" · {run.status}", title_justify="left")
+    for header in ("point", "ok/err", "tok/s", "req/s", "conc", "TTFT p50", "TTFT p99", "TPOT p50",
+                   "ICL p50", "ITL p50", "E2E p50", "accept", "note"):
+        table.add_column(header, justify="left" if header in ("point", "note") else "right")
+    for point in points:
+        doc = point_document(point)
+        if point.status != "done":
+            table.add_row(describe_point(point.spec), "-", *["-"] * 10, Text(point.status, style="yellow"))
+            continue
+        note = Text(doc["flag_reason"], style="bold red") if doc["flagged"] else Text("")
+        table.add_row(
+            Text(describe_point(point.spec), style="red" if doc["flagged"] else ""),
+            f"{doc['num_ok']}/{doc['num_errors']}",
+            _num(doc["output_tokens_per_s"]), _num(doc["requests_per_s"], ",.2f"),
+            _num(doc["achieved_concurrency"]),
+            _ms(doc["ttft_ms"]["p50"]), _ms(doc["ttft_ms"]["p99"]), _ms(doc["tpot_ms"]["p50"]),
+            _ms(doc["icl_ms"]["p50"]), _ms(doc["itl_ms"]["p50"]), _ms(doc["e2e_ms"]["p50"]),
+            _num(doc["accept_length"], ".2f"), note,
+        )
+    sources = sorted({doc["token_count_source"] for doc in map(point_document, points) if doc["token_count_source"]})
+    counted = f" · token counts: {', '.join(sources)}" if sources else ""
+    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}"
+    return table
+
+
+def runs_table(runs: list[tuple[RunRow, list[PointRow]]]) -> Table:
+    """The table of ``specgauge runs``: one row per run, with its points done and flagged."""
+    table = Table(title="runs", title_justify="left")
+    for header in ("id", "started (UTC)", "status", "api", "url", "model", "suite", "points", "done", "flagged"):
+        table.add_column(header)
+    for run, points in runs:
+        labels = ",".join(describe_point(p.spec) for p in points) or "-"
+        done = sum(p.status == "done" for p in points)
+        flagged = sum(bool((p.aggregates or {}).get("flagged")) for p in points)
+        status_style = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(run.status, "")
+        table.add_row(str(run.id), run.started_at.replace("+00:00", ""), Text(run.status, style=status_style),
+                      run.api, run.url, run.model or "-", f"{run.suite_name}@{run.suite_version}", labels,
+                      f"{done}/{len(points)}", Text(str(flagged), style="red") if flagged else "0")
+    return table

@@ -1,0 +1,85 @@
+"""The results store's SQLite schema (version 1). docs/bench.md describes every column."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+RUN_STATUSES = ("running", "done", "failed", "interrupted")
+POINT_STATUSES = ("pending", "running", "done")
+
+DDL = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version     INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+    id                      INTEGER PRIMARY KEY AUTOINCREMENT,
+    status                  TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed', 'interrupted')),
+    started_at              TEXT NOT NULL,          -- ISO-8601 UTC
+    finished_at             TEXT,
+    tool_version            TEXT NOT NULL,
+    host                    TEXT NOT NULL,
+    url                     TEXT NOT NULL,
+    api                     TEXT NOT NULL,
+    model                   TEXT,
+    config_json             TEXT NOT NULL,          -- the full BenchConfig, API key removed
+    suite_name              TEXT NOT NULL,
+    suite_version           INTEGER NOT NULL,
+    suite_hash              TEXT NOT NULL,
+    server_fingerprint_json TEXT,                   -- /v1/models and whatever else identifies the server
+    server_info_json        TEXT,                   -- e.g. SGLang /server_info
+    response_headers_json   TEXT,                   -- headers of the server's responses
+    error                   TEXT                    -- why a failed run stopped
+);
+
+CREATE TABLE IF NOT EXISTS points (
+    id                       INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id                   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    point_index              INTEGER NOT NULL,
+    spec_json                TEXT NOT NULL,          -- the load runner's PointSpec
+    status                   TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done')),
+    started_at               TEXT,
+    finished_at              TEXT,
+    windows_json             TEXT NOT NULL DEFAULT '[]',  -- [[start_ns, end_ns], ...] one per segment
+    aggregates_json          TEXT,                   -- PointAggregate.to_dict()
+    server_spec_before_json  TEXT,
+    server_spec_after_json   TEXT,
+    UNIQUE (run_id, point_index)
+);
+
+CREATE TABLE IF NOT EXISTS requests (
+    id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+    point_id               INTEGER NOT NULL REFERENCES points(id) ON DELETE CASCADE,
+    segment                INTEGER NOT NULL,         -- 0 for the first session, +1 per resume
+                                                     -- (warm-up requests are never stored)
+    request_index          INTEGER NOT NULL,
+    prompt_index           INTEGER NOT NULL,
+    domain                 TEXT NOT NULL,
+    api                    TEXT NOT NULL,
+    scheduled_ns           INTEGER,
+    t_send_ns              INTEGER,
+    t_headers_ns           INTEGER,
+    t_end_ns               INTEGER,
+    num_chunks             INTEGER NOT NULL,
+    chunk_times            BLOB NOT NULL,            -- codec.encode_times(..., base=t_send_ns)
+    chunk_tokens           BLOB NOT NULL,            -- codec.encode_counts(...)
+    token_count_source     TEXT NOT NULL,
+    prompt_tokens          INTEGER,
+    output_tokens          INTEGER,
+    output_text            TEXT NOT NULL,
+    finish_reason          TEXT,
+    spec_verify_ct         INTEGER,
+    spec_accept_length     REAL,
+    spec_accept_rate       REAL,
+    spec_correct_drafts    INTEGER,
+    spec_proposed_drafts   INTEGER,
+    spec_accept_histogram  TEXT,                     -- JSON list or NULL
+    status_code            INTEGER,
+    error_class            TEXT,
+    error_message          TEXT,
+    server_request_id      TEXT,
+    UNIQUE (point_id, request_index)   -- stored once: resume reruns only the missing indices
+);
+
+CREATE INDEX IF NOT EXISTS points_by_run ON points (run_id, point_index);
+"""

@@ -1,0 +1,1 @@
+"""Test tools that tests and benchmarks share (a scripted streaming server)."""

@@ -1,0 +1,187 @@
+"""Each adapter against the scripted server over real loopback HTTP: timings, counts, acceptance."""
+
+import statistics
+
+import pytest
+
+from specgauge.analysis.definitions import accept_length, icl_ms, itl_ms, ttft_ms
+from specgauge.client.endpoint import Endpoint, Timeouts
+from specgauge.client.records import TokenCountSource
+from specgauge.client.send import send_request
+from specgauge.client.session import open_session
+from specgauge.suites.model import ChatMessage, SuiteRequest
+from specgauge.testing.scripted_server import Script, ScriptedServer
+
+APIS = ["openai-chat", "openai-completions", "sglang"]
+CHAT = SuiteRequest(messages=(ChatMessage(role="system", content="Be brief."),
+                              ChatMessage(role="user", content="Say hello")), max_tokens=32)
+TIMEOUTS = Timeouts(connect_s=2, headers_s=2, read_s=2)
+
+
+async def send(server: ScriptedServer, api: str, request: SuiteRequest = CHAT, **endpoint_args):
+    endpoint = Endpoint(server.url, api=api, **{"model": "m", **endpoint_args})
+    async with open_session(TIMEOUTS) as session:
+        return await send_request(session, endpoint, request, request_index=3, prompt_index=1,
+                                  max_tokens=None, timeouts=TIMEOUTS)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_timings_follow_the_schedule_and_the_server_truth(api):
+    script = Script(ttft_s=0.08, chunk_delay_s=0.02, num_chunks=10, tokens_per_chunk=2)
+    with ScriptedServer(script) as server:
+        record = await send(server, api)
+    assert record.ok, record.error_message
+    (truth,) = server.truth
+    # In-process server: one clock. The client sees the first chunk after the server sent it.
+    truth_ttft_ms = (truth.chunk_send_ns[0] - truth.t_recv_ns) / 1e6
+    assert 0 <= ttft_ms(record) - truth_ttft_ms < 25
+    assert 80 <= ttft_ms(record) < 80 + 60
+    # Every chunk is stamped after the server wrote it and within a few ms of it.
+    lags_ms = [(c - s) / 1e6 for c, s in zip(record.chunk_times_ns, truth.chunk_send_ns)]
+    assert min(lags_ms) >= 0 and statistics.median(lags_ms) < 10
+    truth_gaps = [(b - a) / 1e6 for a, b in zip(truth.chunk_send_ns, truth.chunk_send_ns[1:])]
+    assert abs(statistics.median(icl_ms(record)) - statistics.median(truth_gaps)) < 5
+    assert statistics.median(itl_ms(record)) == pytest.approx(statistics.median(icl_ms(record)) / 2)
+    assert len(record.chunk_times_ns) == 10 and record.chunk_tokens == [2] * 10
+    assert record.output_tokens == 20 and record.output_text == "tok " * 20
+    assert record.finish_reason == "length"
+    assert record.t_send_ns < record.t_headers_ns <= record.chunk_times_ns[0] <= record.t_end_ns
+    assert record.request_index == 3 and record.prompt_index == 1 and record.api == api
+    assert record.server_request_id == truth.request_id
+    # t_send is the write time (trace): the server read the request after it, within a few ms.
+    assert 0 <= truth.t_recv_ns - record.t_send_ns < 20_000_000
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_request_body_headers_and_key(api, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")
+    with ScriptedServer(Script(num_chunks=2)) as server:
+        await send(server, api, headers=(("X-Team", "perf"),))
+        await send(server, api, api_key="explicit")
+    body = server.requests_seen[0]
+    assert [h["Authorization"] for h in server.headers_seen] == ["Bearer from-env", "Bearer explicit"]
+    assert server.headers_seen[0]["X-Team"] == "perf"
+    if api == "sglang":
+        assert body["stream"] is True
+        assert body["sampling_params"] == {"max_new_tokens": 32, "temperature": 0.0}
+        assert body["text"] == "System: Be brief.\n\nUser: Say hello\n\nAssistant:"
+    else:
+        assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+        assert body["model"] == "m" and body["max_tokens"] == 32
+        if api == "openai-chat":
+            assert body["messages"][1] == {"role": "user", "content": "Say hello"}
+        else:
+            assert body["prompt"].endswith("User: Say hello\n\nAssistant:")
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "openai-completions"])
+async def test_openai_per_chunk_usage_gives_server_counts(api):
+    with ScriptedServer(Script(num_chunks=4, tokens_per_chunk=(1, 3, 2))) as server:
+        spread = await send(server, api)
+        server.script = Script(num_chunks=4, tokens_per_chunk=(1, 3, 2), usage_per_chunk=True)
+        counted = await send(server, api)
+    assert spread.token_count_source is TokenCountSource.SPREAD
+    assert spread.chunk_tokens == [2, 2, 2, 1] and spread.output_tokens == 7
+    assert counted.token_count_source is TokenCountSource.SERVER
+    assert counted.chunk_tokens == [1, 3, 2, 1] and counted.output_tokens == 7
+
+
+async def test_chat_tool_call_arguments_are_content():
+    with ScriptedServer(Script(num_chunks=3, token_text='{"a": 1} ', tool_calls=True)) as server:
+        record = await send(server, "openai-chat")
+    assert record.ok and record.output_text == '{"a": 1} ' * 3 and len(record.chunk_times_ns) == 3
+
+
+async def test_openai_spec_accept_length_extra_field():
+    script = Script(num_chunks=3, openai_extra={"spec_accept_length": 2.5, "spec_verify_ct": 4})
+    with ScriptedServer(script) as server:
+        record = await send(server, "openai-chat")
+    assert record.spec_accept_length == 2.5 and record.spec_verify_ct == 4
+    assert accept_length(record) == 2.5
+
+
+@pytest.mark.parametrize("mode", ["cumulative", "incremental"])
+async def test_sglang_cumulative_and_incremental_text(mode):
+    script = Script(num_chunks=41, tokens_per_chunk=(1, 2), token_text="ab ", sglang_text=mode)
+    with ScriptedServer(script) as server:
+        record = await send(server, "sglang")
+    assert record.ok, record.error_message
+    assert record.output_text == "ab " * 61
+    assert record.chunk_tokens == [1, 2] * 20 + [1] and record.token_count_source is TokenCountSource.SERVER
+
+
+async def test_sglang_incremental_text_that_looks_cumulative_at_first():
+    # Incremental chunks "a", "ab", "x": the second extends the first, so cumulative is guessed;
+    # the third contradicts it and the text is rebuilt from the raw events.
+    script = Script(num_chunks=3, tokens_per_chunk=(1, 2, 1), token_text="a", sglang_text="incremental")
+    with ScriptedServer(script) as server:
+        record = await send(server, "sglang")
+    assert record.output_text == "a" + "aa" + "a"
+
+
+SGLANG_VARIANTS = [
+    ({"spec_verify_ct": 5}, 12 / 5, {}),
+    ({"spec_verify_ct": 5, "spec_accept_length": 2.25, "spec_accept_rate": 0.4}, 2.25, {"spec_accept_rate": 0.4}),
+    ({"spec_verify_ct": 4, "spec_accept_token_num": 8, "spec_draft_token_num": 12}, 3.0,
+     {"spec_correct_drafts": 8, "spec_proposed_drafts": 12}),
+    ({"spec_verify_ct": 4, "spec_accepted_drafts": 7, "spec_proposed_drafts": 9}, 3.0,
+     {"spec_correct_drafts": 7, "spec_proposed_drafts": 9}),
+    ({"spec_verify_ct": 6, "spec_num_correct_drafts": 6, "spec_num_proposed_drafts": 18}, 2.0,
+     {"spec_correct_drafts": 6, "spec_proposed_drafts": 18}),
+    ({"spec_verify_ct": 4, "spec_accept_histogram": [1, 0, 3]}, 3.0, {"spec_accept_histogram": [1, 0, 3]}),
+    ({"spec_verify_ct": 4, "spec_correct_drafts_histogram": [0, 4]}, 3.0, {"spec_accept_histogram": [0, 4]}),
+]
+
+
+@pytest.mark.parametrize("meta, expected_length, fields", SGLANG_VARIANTS)
+async def test_sglang_acceptance_from_every_meta_info_name(meta, expected_length, fields):
+    script = Script(num_chunks=4, tokens_per_chunk=3, sglang_meta=meta)
+    with ScriptedServer(script) as server:
+        record = await send(server, "sglang")
+    assert record.ok and record.output_tokens == 12
+    assert record.spec_verify_ct == meta["spec_verify_ct"]
+    assert accept_length(record) == pytest.approx(expected_length)
+    for name, value in fields.items():
+        assert getattr(record, name) == value
+
+
+async def test_local_tokenizer_counts_tokens_per_chunk(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "tok": 1}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    with ScriptedServer(Script(num_chunks=4, tokens_per_chunk=(3, 1))) as server:
+        record = await send(server, "openai-completions", tokenizer_path=str(path))
+    assert record.token_count_source is TokenCountSource.TOKENIZER
+    assert record.chunk_tokens == [3, 1, 3, 1] and record.output_tokens == 8
+
+
+WIRE_VARIANTS = {
+    "crlf": Script(num_chunks=6, framing="crlf"),
+    "lone_cr": Script(num_chunks=6, framing="cr"),
+    "single_newline": Script(num_chunks=6, framing="single"),
+    "comments": Script(num_chunks=6, comments=True),
+    "gzip": Script(num_chunks=6, gzip=True, chunk_delay_s=0.002),
+    "split_utf8": Script(num_chunks=6, token_text="é ", split_utf8=True),
+    "batched_writes": Script(num_chunks=6, events_per_write=4),
+}
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("variant", sorted(WIRE_VARIANTS))
+async def test_wire_variants_parse_the_same(api, variant):
+    script = WIRE_VARIANTS[variant]
+    with ScriptedServer(script) as server:
+        record = await send(server, api)
+    assert record.ok, record.error_message
+    assert record.output_text == script.token_text * 6
+    assert len(record.chunk_times_ns) == 6 and record.output_tokens == 6
+
+
+async def test_one_megabyte_event():
+    with ScriptedServer(Script(num_chunks=3, big_event_bytes=1 << 20)) as server:
+        record = await send(server, "openai-chat")
+    assert record.ok, record.error_message
+    assert len(record.output_text) == (1 << 20) + 2 * len("tok ")

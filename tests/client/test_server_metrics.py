@@ -1,0 +1,98 @@
+"""Server-side speculation figures: Prometheus parsing, vLLM counter diffs, SGLang info and gauges."""
+
+import aiohttp
+import pytest
+
+from specgauge.client.endpoint import Endpoint
+from specgauge.client.probe import detect_model, fingerprint
+from specgauge.client.server_metrics import (counters_between, parse_prometheus, scrape_spec_snapshot,
+                                             server_info_spec, spec_metrics)
+from specgauge.testing.scripted_server import ScriptedServer, VllmCounters, refused_url
+
+VLLM_PAGE = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100.0
+vllm:spec_decode_num_drafts_total{engine="1",model_name="m"} 50.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 450.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 300.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="0"} 140.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 100.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="2"} 60.0
+vllm:num_requests_running{model_name="m"} 3 1700000000000
+sglang:spec_accept_length{model_name="m",tp_rank="0"} 3.5
+weird line that is not a sample
+"""
+
+
+def test_parse_prometheus_labels_values_and_timestamps():
+    samples = parse_prometheus('a_total{x="1",y="q\\"uote"} 2.5\nb 7 1700000000\n# c 1\n')
+    assert samples == [("a_total", {"x": "1", "y": 'q"uote'}, 2.5), ("b", {}, 7.0)]
+
+
+def test_spec_metrics_sums_label_sets_and_keeps_positions():
+    found = spec_metrics(VLLM_PAGE)
+    assert found["vllm"] == {"num_drafts": 150.0, "num_draft_tokens": 450.0, "num_accepted_tokens": 300.0}
+    assert found["vllm_per_position"] == {"0": 140.0, "1": 100.0, "2": 60.0}
+    assert found["sglang_gauges"] == {"spec_accept_length": 3.5}
+
+
+def test_vllm_counters_are_diffed_around_the_point():
+    before = {"vllm": {"num_drafts": 10.0, "num_draft_tokens": 30.0, "num_accepted_tokens": 12.0},
+              "vllm_per_position": {"0": 6.0, "1": 4.0, "2": 2.0}}
+    after = {"vllm": {"num_drafts": 30.0, "num_draft_tokens": 90.0, "num_accepted_tokens": 42.0},
+             "vllm_per_position": {"0": 24.0, "1": 14.0, "2": 6.0}}
+    counters = counters_between(before, after)
+    assert counters.source == "vllm_metrics" and counters.scope == "point"
+    assert counters.accept_length == pytest.approx(1 + 30 / 20)
+    assert counters.accept_rate == pytest.approx(30 / 60)
+    assert counters.per_position == pytest.approx([18 / 20, 10 / 20, 4 / 20])
+    assert counters.num_drafts == 20.0
+
+
+def test_no_drafts_during_the_point_falls_back_or_is_none():
+    same = {"vllm": {"num_drafts": 5.0, "num_draft_tokens": 15.0, "num_accepted_tokens": 7.0}}
+    assert counters_between(same, same) is None
+    info = {"sglang_server_info": {"avg_spec_accept_length": 2.7}}
+    counters = counters_between({}, info)
+    assert (counters.accept_length, counters.source, counters.scope) == (2.7, "sglang_server_info",
+                                                                         "cumulative_since_start")
+    assert counters_between({}, {"sglang_gauges": {"spec_accept_length": 3.1}}).scope == "gauge_at_end"
+    assert counters_between(None, None) is None
+
+
+def test_server_info_field_locations():
+    assert server_info_spec({"internal_states": [{"avg_spec_accept_length": 3.25}]}) == {
+        "avg_spec_accept_length": 3.25}
+    assert server_info_spec({"avg_spec_accept_length": 1.5}) == {"avg_spec_accept_length": 1.5}
+    assert server_info_spec({"internal_states": [{}]}) == {}
+
+
+@pytest.mark.parametrize("path", ["/get_server_info", "/server_info"])
+async def test_scrape_from_a_live_server(path):
+    vllm = VllmCounters(drafts=4, draft_tokens=12, accepted=6, per_position=[3, 2, 1])
+    info = {"internal_states": [{"avg_spec_accept_length": 2.5}], "version": "0.0-test"}
+    with ScriptedServer(vllm=vllm, server_info=info, server_info_path=path,
+                        sglang_gauges={"spec_accept_length": 2.4, "spec_accept_rate": 0.6}) as server:
+        async with aiohttp.ClientSession() as session:
+            snapshot = await scrape_spec_snapshot(session, server.url, {})
+    assert snapshot["vllm"] == {"num_drafts": 4.0, "num_draft_tokens": 12.0, "num_accepted_tokens": 6.0}
+    assert snapshot["vllm_per_position"] == {"0": 3.0, "1": 2.0, "2": 1.0}
+    assert snapshot["sglang_gauges"] == {"spec_accept_length": 2.4, "spec_accept_rate": 0.6}
+    assert snapshot["sglang_server_info"] == {"avg_spec_accept_length": 2.5}
+
+
+async def test_scrape_never_raises_on_a_dead_server():
+    async with aiohttp.ClientSession() as session:
+        assert await scrape_spec_snapshot(session, refused_url(), {}, timeout_s=1) == {}
+
+
+async def test_detect_model_and_fingerprint():
+    with ScriptedServer(model="llama-test", server_info={"version": "9"}) as server:
+        endpoint = Endpoint(server.url, api="openai-chat")
+        assert await detect_model(endpoint) == "llama-test"
+        found = await fingerprint(endpoint)
+    assert found["models"]["data"][0]["id"] == "llama-test"
+    assert found["server_info"] == {"version": "9"} and found["headers"]["server"] == "scripted/1"
+    dead = Endpoint(refused_url(), api="sglang")
+    assert await detect_model(dead) is None
+    assert (await fingerprint(dead))["models"] is None

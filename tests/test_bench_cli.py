@@ -1,0 +1,389 @@
+"""``specgauge bench`` end to end against the scripted streaming server (real HTTP on loopback):
+the JSON contract, error flagging, a SIGKILLed sweep resumed to the same totals, and every
+CLI misuse ending in one line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+
+import pytest
+
+from specgauge.cli import main
+from specgauge.load.bench import resumable_by_index, resume_benchmark, run_benchmark
+from specgauge.load.plan import PointSpec
+from specgauge.load.bench_config import BenchConfig
+from specgauge.store import Store
+from specgauge.suites.model import ChatMessage, Suite, SuiteRequest, write_suite_jsonl
+from specgauge.testing.scripted_server import Script, ScriptedServer, VllmCounters, refused_url
+
+CONTRACT_STATS = ("ttft_ms", "tpot_ms", "icl_ms", "itl_ms", "e2e_ms")
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def cli_here(capsys):
+    """The same entry point (``specgauge.cli.main``) run in this process, without an interpreter
+    start-up each time: for the many misuse cases. Returns what :func:`cli` returns."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
+
+    return run
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def suite_file(tmp_path, prompts: list[str], name: str = "mixed"):
+    suite = Suite(name=name, requests=tuple(
+        SuiteRequest(messages=(ChatMessage(role="user", content=p),), max_tokens=16) for p in prompts))
+    path = tmp_path / f"{name}.jsonl"
+    write_suite_jsonl(suite, path)
+    return path
+
+
+@pytest.fixture
+def server():
+    # 8 chunks of 2 tokens: first after 20 ms, then every 5 ms.
+    with ScriptedServer(Script(ttft_s=0.02, chunk_delay_s=0.005, num_chunks=8, tokens_per_chunk=2)) as srv:
+        yield srv
+
+
+# -- the JSON contract -----------------------------------------------------------------------
+
+def test_bench_json_contract_end_to_end(server, tmp_path):
+    out, db = tmp_path / "run.json", tmp_path / "r.db"
+    result = cli("bench", server.url, "--api", "openai-chat", "--concurrency", "1,4", "--num-requests", "8",
+                 "--max-tokens", "16", "--output-json", str(out), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(out.read_text())
+    assert isinstance(doc["run_id"], int) and doc["status"] == "done" and doc["model"] == "scripted-model"
+    assert [p["concurrency"] for p in doc["points"]] == [1, 4]
+    for point in doc["points"]:
+        assert (point["num_ok"], point["num_errors"], point["flagged"]) == (8, 0, False)
+        assert point["output_tokens"] == 8 * 16
+        assert point["output_tokens_per_s"] > 0 and isinstance(point["output_tokens_per_s"], float)
+        for name in CONTRACT_STATS:
+            assert set(point[name]) >= {"mean", "p50", "p90", "p99"}
+            assert all(isinstance(point[name][k], float) for k in ("mean", "p50", "p90", "p99"))
+        assert point["accept_length"] is None            # the server reports no speculation
+        # Scripted: first chunk 20 ms after arrival, then 5 ms apart (loose bounds: shared CPU).
+        assert 19 <= point["ttft_ms"]["p50"] < 80
+        assert 4 <= point["icl_ms"]["p50"] < 30
+        assert point["itl_ms"]["p50"] == pytest.approx(point["icl_ms"]["p50"] / 2, rel=0.35)
+    assert doc["points"][1]["achieved_concurrency"] > doc["points"][0]["achieved_concurrency"]
+    # Progress went to stderr, the summary table to stdout.
+    assert "c=4" in result.stdout and "TTFT p50" in result.stdout
+
+
+def test_output_json_to_stdout_keeps_stdout_clean(server, tmp_path):
+    result = cli("bench", server.url, "--api", "sglang", "--concurrency", "2", "--num-requests", "4",
+                 "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)                      # nothing but the JSON on stdout
+    assert doc["points"][0]["num_ok"] == 4 and "TTFT p50" in result.stderr
+
+
+def test_sglang_accept_length_and_open_loop_point(tmp_path):
+    # 8 chunks of 3 tokens over 8 verify steps: acceptance length 24 / 8 = 3.0 per request.
+    script = Script(num_chunks=8, tokens_per_chunk=3, chunk_delay_s=0.002, sglang_meta={"spec_verify_ct": 8})
+    with ScriptedServer(script) as srv:
+        result = cli("bench", srv.url, "--api", "sglang", "--rate", "40", "--max-concurrency", "4",
+                     "--num-requests", "10", "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    (point,) = json.loads(result.stdout)["points"]
+    assert (point["mode"], point["rate"], point["concurrency"], point["max_concurrency"]) == ("open", 40.0, None, 4)
+    assert point["num_ok"] == 10
+    assert point["accept_length"] == pytest.approx(3.0) and point["accept_length_source"] == "per_request"
+    assert point["send_lag_ms"]["count"] == 10
+
+
+def test_failing_requests_are_counted_and_the_point_flagged(server, tmp_path):
+    suite = suite_file(tmp_path, ["hello", "explain tcp", "[[fault:http_error]] boom", "write a haiku"])
+    result = cli("bench", server.url, "--api", "openai-chat", "--concurrency", "2", "--num-requests", "8",
+                 "--suite", str(suite), "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    (point,) = json.loads(result.stdout)["points"]
+    assert (point["num_ok"], point["num_errors"]) == (6, 2)   # 2 passes over the 4 prompts
+    assert point["errors_by_class"] == {"http_5xx": 2}
+    assert point["flagged"] and point["flag_reason"] == "error rate 25% > 5%"
+    assert point["ttft_ms"]["count"] == 6                     # failures not averaged in
+    assert "error rate 25% > 5%" in result.stderr             # the summary table marks it
+
+
+# -- kill and resume ---------------------------------------------------------------------------
+
+def test_vllm_counters_give_the_points_server_side_acceptance(tmp_path):
+    # Each request adds 4 drafts, 12 draft tokens, 6 accepted: length 1 + 6/4 = 2.5, rate 6/12.
+    counters = VllmCounters(drafts_per_request=4, draft_tokens_per_request=12, accepted_per_request=6)
+    with ScriptedServer(Script(num_chunks=4), vllm=counters) as srv:
+        result = cli("bench", srv.url, "--api", "openai-completions", "--concurrency", "2", "--num-requests", "6",
+                     "--warmup", "2", "--output-json", "-", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    (point,) = json.loads(result.stdout)["points"]
+    assert point["num_ok"] == 6                                    # warm-ups are not measured
+    spec = point["server_spec"]
+    assert (spec["scope"], spec["source"], spec["num_drafts"]) == ("point", "vllm_metrics", 24.0)  # 6 x 4
+    assert spec["accept_length"] == pytest.approx(2.5) and spec["accept_rate"] == pytest.approx(0.5)
+    assert point["accept_length"] == pytest.approx(2.5) and point["accept_length_source"] == "server_point"
+
+
+def test_secrets_are_not_stored_and_resume_asks_for_them(cli_here, server, tmp_path):
+    db = tmp_path / "r.db"
+    result = cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--api-key", "sk-very-secret",
+                 "--header", "Authorization: Bearer hdr-secret", "--header", "X-Team: infra", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    raw = db.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("r.db-*"))
+    assert b"sk-very-secret" not in raw and b"hdr-secret" not in raw and b"infra" in raw
+    with closing(sqlite3.connect(db)) as conn:   # pretend it was killed, so resume has work to do
+        conn.execute("UPDATE points SET status = 'running'")
+        conn.commit()
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db)), "Authorization", "--header")
+    again = cli_here("bench", "--resume", "1", "--db", str(db), "--header", "Authorization: Bearer hdr-secret")
+    assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_sigint_and_sigterm_mark_the_run_interrupted(tmp_path, signum, exit_code):
+    db = tmp_path / "r.db"
+    with ScriptedServer(Script(ttft_s=0.05, num_chunks=2)) as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", srv.url, "--api", "openai-chat",
+                                 "--num-requests", "200", "--db", str(db)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while len(_stored_requests(db)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            proc.send_signal(signum)
+            _, stderr = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    assert proc.returncode == exit_code and "Traceback" not in stderr
+    assert "finish it with: specgauge bench --resume 1" in stderr
+    assert stderr.strip().splitlines()[-1].startswith("specgauge: ")  # one closing line
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
+
+
+# -- the programmatic entry -------------------------------------------------------------------------
+
+class RecordingProgress:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def run_started(self, run_id, num_points, *, resumed):
+        self.events.append(("run", run_id, num_points, resumed))
+
+    def point_started(self, point_index, label, total, already_done):
+        self.events.append(("point", point_index, label, total, already_done))
+
+    def request_finished(self, record):
+        self.events.append(("request", record.request_index))
+
+    def point_finished(self, point_index, aggregate):
+        self.events.append(("done", point_index, aggregate.num_ok))
+
+    def run_finished(self, run_id, status):
+        self.events.append(("end", run_id, status))
+
+
+async def test_run_benchmark_programmatic_entry(tmp_path):
+    progress = RecordingProgress()
+    with ScriptedServer(Script(num_chunks=4, tokens_per_chunk=2)) as srv:
+        config = BenchConfig(url=srv.url, api="openai-chat", concurrency=(1, 3), num_requests=5, max_tokens=8)
+        with Store.open(tmp_path / "r.db") as store:
+            summary = await run_benchmark(config, store, progress)
+            stored = [len(store.get_requests(p.id)) for p in store.get_points(summary.run_id)]
+    assert summary.status == "done" and not summary.flagged and stored == [5, 5]
+    assert [(p.spec["concurrency"], p.aggregate.num_ok, p.aggregate.output_tokens) for p in summary.points] == \
+        [(1, 5, 40), (3, 5, 40)]
+    kinds = [e[0] for e in progress.events]
+    assert kinds == ["run", "point", *["request"] * 5, "done", "point", *["request"] * 5, "done", "end"]
+    assert progress.events[1] == ("point", 0, "c=1", 5, 0) and progress.events[-1] == ("end", summary.run_id, "done")
+
+
+async def test_duration_bounded_point(tmp_path):
+    with ScriptedServer(Script(ttft_s=0.01, num_chunks=2)) as srv:
+        config = BenchConfig(url=srv.url, api="sglang", concurrency=(2,), duration_s=0.3)
+        with Store.open(tmp_path / "r.db") as store:
+            summary = await run_benchmark(config, store)
+    (point,) = summary.points
+    assert point.spec["num_requests"] is None and point.aggregate.num_ok >= 4
+    assert 0.25 <= point.aggregate.window_s < 1.5
+
+
+async def test_resume_finishes_closed_points_by_index_and_reruns_open_ones(tmp_path):
+    with ScriptedServer(Script(num_chunks=3)) as srv:
+        config = BenchConfig(url=srv.url, api="openai-chat", concurrency=(2,), rates=(50.0,), num_requests=6)
+        with Store.open(tmp_path / "r.db") as store:
+            run_id = (await run_benchmark(config, store)).run_id
+            points = store.get_points(run_id)
+            with closing(sqlite3.connect(tmp_path / "r.db")) as conn:  # as if killed after 3 of each
+                conn.execute("DELETE FROM requests WHERE request_index >= 3")
+                conn.execute("UPDATE points SET status = 'running'")
+                conn.execute("UPDATE runs SET status = 'running'")
+                conn.commit()
+            summary = await resume_benchmark(run_id, store)
+            closed, opened = (store.request_segments(p.id) for p in points)
+    assert summary.status == "done" and [p.aggregate.num_ok for p in summary.points] == [6, 6]
+    assert {seg: [r.request_index for r in rows] for seg, rows in closed.items()} == {0: [0, 1, 2], 1: [3, 4, 5]}
+    assert {seg: len(rows) for seg, rows in opened.items()} == {0: 6}   # rerun whole, one segment
+    assert summary.points[0].aggregate.segments == 2 and summary.points[1].aggregate.segments == 1
+
+
+def _stored_requests(db) -> list[tuple[int, int, int]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT p.point_index, r.request_index, r.prompt_index FROM requests r"
+                            " JOIN points p ON p.id = r.point_id ORDER BY 1, 2").fetchall()
+    except sqlite3.OperationalError:  # the store is not created yet
+        return []
+    finally:
+        conn.close()
+
+
+def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
+    script = Script(ttft_s=0.02, chunk_delay_s=0.008, num_chunks=6, tokens_per_chunk=2)  # ~60 ms a request
+    args = ["--api", "openai-chat", "--concurrency", "1,2", "--num-requests", "12", "--seed", "7"]
+    with ScriptedServer(script) as srv:
+        # Reference: the same sweep, never interrupted.
+        reference = cli("bench", srv.url, *args, "--output-json", "-", "--db", str(tmp_path / "ref.db"))
+        assert reference.returncode == 0, reference.stderr
+        expected = json.loads(reference.stdout)
+
+        db = tmp_path / "killed.db"
+        proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", srv.url, *args, "--db", str(db)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while len(_stored_requests(db)) < 15 and time.monotonic() < deadline:  # into point 2
+                time.sleep(0.01)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(10)
+        stored = _stored_requests(db)
+        assert 15 <= len(stored) < 24, "the kill should land inside the second point"
+        with closing(sqlite3.connect(db)) as conn:
+            assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]
+            statuses = conn.execute("SELECT status FROM points ORDER BY point_index").fetchall()
+            assert statuses == [("done",), ("running",)]
+
+        resumed = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+        assert resumed.returncode == 0, resumed.stderr
+
+    doc = json.loads(resumed.stdout)
+    after = _stored_requests(db)
+    assert len(after) == 24 and len(set((p, r) for p, r, _ in after)) == 24       # no duplicates
+    assert set(stored) <= set(after)                                                # nothing lost
+    assert after == _stored_requests(tmp_path / "ref.db")     # same indices, same prompt order
+    assert doc["status"] == "done"
+    for got, want in zip(doc["points"], expected["points"]):
+        assert (got["num_ok"], got["num_errors"], got["output_tokens"]) == (want["num_ok"], 0, want["output_tokens"])
+    assert doc["points"][0]["segments"] == 1 and doc["points"][1]["segments"] == 2
+
+
+def test_bench_config_points_and_what_is_stored():
+    config = BenchConfig(url="http://127.0.0.1:1/", api="sglang", concurrency=(1, 8), rates=(2.5,),
+                         api_key="sk-x", headers=(("Authorization", "Bearer y"), ("X-Team", "infra")))
+    specs = config.point_specs()
+    assert [(s.mode, s.concurrency, s.rate, s.num_requests) for s in specs] == \
+        [("closed", 1, None, 16), ("closed", 8, None, 32), ("open", None, 2.5, 64)]
+    stored = config.stored()
+    assert stored["url"] == "http://127.0.0.1:1" and "api_key" not in stored
+    assert stored["headers"] == [["Authorization", "<redacted>"], ["X-Team", "infra"]]
+    timed = BenchConfig(url="http://127.0.0.1:1", api="sglang", duration_s=5)
+    assert [(s.concurrency, s.num_requests, s.duration_s) for s in timed.point_specs()] == [(1, None, 5)]
+
+
+def test_which_partial_points_resume_by_index():
+    assert resumable_by_index(PointSpec(mode="closed", concurrency=4, num_requests=10))
+    assert not resumable_by_index(PointSpec(mode="closed", concurrency=4, duration_s=5))
+    assert not resumable_by_index(PointSpec(mode="open", rate=2, num_requests=10))
+
+
+def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
+    db = tmp_path / "r.db"
+    assert cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "3", "--db", str(db)).returncode == 0
+    again = cli_here("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["points"][0]["num_ok"] == 3 and len(_stored_requests(db)) == 3
+
+
+# -- CLI misuse: one line, exit 2 ----------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--no-such-flag"], ["--no-such-flag"]),
+    (["--concurrency", "1,x,8"], ["--concurrency", "'x' is not an integer"]),
+    (["--concurrency", "0"], ["--concurrency", "> 0"]),
+    (["--concurrency", "4,-2"], ["--concurrency", "> 0"]),
+    (["--rate", "2,fast"], ["--rate", "'fast'"]),
+    (["--num-requests", "0"], ["--num-requests"]),
+    (["--max-concurrency", "4"], ["--max-concurrency", "--rate"]),
+    (["--rate", "2", "--burstiness", "0.5"], ["--burstiness", "gamma"]),
+    (["--header", "no-colon"], ["--header", "NAME:VALUE"]),
+    (["--suite", "no-such-suite"], ["unknown suite 'no-such-suite'"]),
+    (["--suite", "missing.jsonl"], ["suite file not found"]),
+])
+def test_bad_options_exit_2_with_one_line(cli_here, args, needles, tmp_path):
+    result = cli_here("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))
+    assert_one_line_error(result, *needles)
+    assert not (tmp_path / "r.db").exists()     # misuse creates no store file
+
+
+def test_unknown_api_missing_url_and_bad_scheme(cli_here, tmp_path):
+    assert_one_line_error(cli_here("bench", "http://127.0.0.1:9", "--api", "grpc"), "--api", "grpc")
+    assert_one_line_error(cli_here("bench", "--api", "sglang"), "missing URL")
+    assert_one_line_error(cli_here("bench", "http://127.0.0.1:9"), "missing --api")
+    assert_one_line_error(cli_here("bench", "ftp://127.0.0.1:9", "--api", "sglang"), "URL", "http://")
+
+
+def test_unreachable_url_fails_before_start(tmp_path):
+    db = tmp_path / "r.db"
+    line = assert_one_line_error(cli("bench", refused_url(), "--api", "openai-chat", "--db", str(db)),
+                                 "cannot reach")
+    assert "refused" in line and not db.exists()
+
+
+def test_resume_errors(cli_here, server, tmp_path):
+    db = tmp_path / "r.db"
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db)), "no results store")
+    made = cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db))
+    assert made.returncode == 0, made.stderr
+    assert_one_line_error(cli_here("bench", "--resume", "99", "--db", str(db)), "no run 99")
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--concurrency", "8", "--db", str(db)),
+                          "--resume", "--concurrency")
+    assert_one_line_error(cli_here("bench", server.url, "--resume", "1", "--db", str(db)), "drop URL")
+
+
+def test_bad_db_files(cli_here, tmp_path):
+    text_file = tmp_path / "notes.db"
+    text_file.write_text("not a database\n" * 100)
+    for command in (["bench", "http://127.0.0.1:9", "--api", "sglang"], ["runs"], ["show", "1"],
+                    ["export", "1"]):
+        assert_one_line_error(cli_here(*command, "--db", str(text_file)), "not a specgauge results file")
+    assert_one_line_error(cli_here("runs", "--db", str(tmp_path)), "is a directory")
+    assert_one_line_error(cli_here("show", "1", "--db", str(tmp_path / "absent.db")), "no results store")
