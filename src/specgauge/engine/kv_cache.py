@@ -1,0 +1,103 @@
+"""The preallocated KV pool and the per-step attention layout that addresses it.
+
+Layout: one key tensor and one value tensor of shape ``(L, num_slots, Hkv, D)`` with
+``num_slots = num_blocks * block_size``; slot ``b * block_size + i`` is token ``i`` of block ``b``.
+Which blocks belong to which request is decided by :class:`~specgauge.engine.block_manager.BlockManager`
+(pure Python); this module only turns block tables into index tensors, once per step.
+
+A step's tokens are laid out flat, ``(N,)``, sequence after sequence. Sequences with the same
+number of new tokens (all decodes; a verify of k+1 tokens; equal prefill chunks) form one
+:class:`AttentionGroup` that attends as one padded batch, so a layer loops over groups, never
+over requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+class KVCache:
+    """Key/value storage for every layer, allocated once."""
+
+    def __init__(self, num_layers: int, num_blocks: int, block_size: int, num_kv_heads: int,
+                 head_dim: int, dtype: torch.dtype, device: torch.device | str) -> None:
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        shape = (num_layers, num_blocks * block_size, num_kv_heads, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
+
+    @property
+    def nbytes(self) -> int:
+        return self.k.numel() * self.k.element_size() * 2
+
+    @staticmethod
+    def bytes_per_block(num_layers: int, block_size: int, num_kv_heads: int, head_dim: int,
+                        dtype: torch.dtype) -> int:
+        return 2 * num_layers * block_size * num_kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass
+class AttentionGroup:
+    """Sequences of one step that attend together: ``batch`` sequences of ``q_len`` new tokens each.
+
+    ``gather_slots`` (B, Tk) lists the cache slots of each sequence's whole context (new tokens
+    included), padded with slot 0; ``mask`` (B, 1, Tq, Tk) is True where a query may attend.
+    A *fresh* group (no cached context, so ``Tk == Tq``) attends over its own keys with a causal
+    mask and needs neither tensor.
+    """
+
+    token_start: int
+    token_stop: int
+    batch: int
+    q_len: int
+    gather_slots: torch.Tensor | None
+    mask: torch.Tensor | None
+
+    @property
+    def fresh(self) -> bool:
+        return self.gather_slots is None
+
+
+@dataclass
+class ForwardBatch:
+    """Everything one cached forward needs, as tensors on the model's device."""
+
+    input_ids: torch.Tensor      # (N,)
+    positions: torch.Tensor      # (N,)
+    write_slots: torch.Tensor    # (N,) cache slot of each new token's K/V
+    groups: list[AttentionGroup]
+    logit_indices: torch.Tensor  # (M,) flat token indices whose logits are wanted
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def build_group(token_start: int, q_len: int, context_lens: list[int], block_tables: list[list[int]],
+                block_size: int, device: torch.device) -> tuple[AttentionGroup, torch.Tensor, torch.Tensor]:
+    """Index tensors for sequences with ``q_len`` new tokens after ``context_lens`` cached ones.
+
+    Returns the group, the new tokens' positions (B*Tq,) and their write slots (B*Tq,).
+    """
+    batch = len(context_lens)
+    max_blocks = max(len(t) for t in block_tables)
+    table = torch.tensor([t + [0] * (max_blocks - len(t)) for t in block_tables], dtype=torch.long)  # (B, nb)
+    ctx = torch.tensor(context_lens, dtype=torch.long).unsqueeze(1)  # (B, 1)
+    positions = ctx + torch.arange(q_len).unsqueeze(0)  # (B, Tq)
+    write_slots = table.gather(1, positions // block_size) * block_size + positions % block_size  # (B, Tq)
+    if max(context_lens) == 0:
+        group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None)
+    else:
+        total = max(context_lens) + q_len
+        keys = torch.arange(total).unsqueeze(0).expand(batch, total)  # (B, Tk)
+        block_of = (keys // block_size).clamp(max=max_blocks - 1)
+        gather = table.gather(1, block_of) * block_size + keys % block_size  # (B, Tk)
+        mask = keys.unsqueeze(1) <= positions.unsqueeze(2)  # (B, Tq, Tk)
+        valid = mask.any(1)  # (B, Tk) keys some query of the sequence may see
+        gather = torch.where(valid, gather, torch.zeros_like(gather))
+        group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len,
+                               gather.to(device), mask.unsqueeze(1).to(device))
+    return group, positions.reshape(-1), write_slots.reshape(-1)
