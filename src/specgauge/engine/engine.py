@@ -30,7 +30,7 @@ from specgauge.engine.kv_cache import KVCache
 from specgauge.engine.metrics import EngineMetrics
 from specgauge.engine.model import load_model
 from specgauge.engine.model_runner import ModelRunner
-from specgauge.engine.sampling import SamplingParams
+from specgauge.engine.sampling_params import SamplingParams
 from specgauge.engine.scheduler import Request, RequestUpdate, Scheduler, SchedulerConfig
 from specgauge.engine.tokenizer import EngineTokenizer, TextState
 from specgauge.errors import UserError
@@ -194,7 +194,7 @@ class Engine:
         batch = self.scheduler.schedule()
         if not batch:
             return []
-        outputs = self.runner.run(batch)
+        outputs = self.runner.run(batch) if batch.seqs else []
         updates = self.scheduler.postprocess(batch, outputs)
         self.metrics.observe_step(time.perf_counter() - start, batch, updates)
         return updates

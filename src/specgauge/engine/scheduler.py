@@ -26,7 +26,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.sampling import SamplingParams
+from specgauge.engine.sampling_params import SamplingParams
 
 
 class Status(str, Enum):
@@ -107,13 +107,15 @@ class ScheduledSeq:
 class ScheduledBatch:
     seqs: list[ScheduledSeq]
     preempted: list[Request] = field(default_factory=list)
+    # Requests the scheduler ended without running them: their context can never fit the pool.
+    rejected: list[Request] = field(default_factory=list)
 
     @property
     def num_tokens(self) -> int:
         return sum(s.num_new for s in self.seqs)
 
     def __bool__(self) -> bool:
-        return bool(self.seqs)
+        return bool(self.seqs or self.rejected)
 
 
 @dataclass
@@ -174,6 +176,7 @@ class Scheduler:
         budget = self.config.max_tokens_per_step
         seqs: list[ScheduledSeq] = []
         preempted: list[Request] = []
+        rejected: list[Request] = []
         decoding = [r for r in self.running if r.num_pending == 1]
         for request in decoding:
             if request.status != Status.RUNNING or budget <= 0:
@@ -202,6 +205,11 @@ class Scheduler:
         while self.waiting and budget > 0 and len(self.running) < self.config.max_running:
             request = self.waiting[0]
             whole = self.blocks.blocks_for(request.num_tokens + 1 + self.config.lookahead)
+            if whole > self.blocks.num_blocks:  # could never fit: end it rather than wait forever
+                self.waiting.popleft()
+                self._finish(request, "length")
+                rejected.append(request)
+                continue
             if whole > self.blocks.num_free_blocks:
                 break  # admission control: wait for blocks to free up
             self.waiting.popleft()
@@ -211,11 +219,11 @@ class Scheduler:
             self.blocks.grow(request.request_id, chunk)
             seqs.append(ScheduledSeq(request, 0, chunk))
             budget -= chunk
-        return ScheduledBatch(seqs, preempted)
+        return ScheduledBatch(seqs, preempted, rejected)
 
     def postprocess(self, batch: ScheduledBatch, outputs: list[SeqOutput]) -> list[RequestUpdate]:
         """Apply the runner's outputs: KV lengths, new tokens, stop conditions, finished requests."""
-        updates: list[RequestUpdate] = []
+        updates = [RequestUpdate(r, [], r.text_state.flush() if r.text_state else "", True) for r in batch.rejected]
         for seq, out in zip(batch.seqs, outputs, strict=True):
             request = seq.request
             if request.status != Status.RUNNING:

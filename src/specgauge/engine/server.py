@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from specgauge import __version__
 from specgauge.engine.engine import Engine, StreamEvent
 from specgauge.engine.protocol import ChatCompletionRequest, CompletionRequest, GenerateRequest
-from specgauge.engine.sampling import SamplingParams
+from specgauge.engine.sampling_params import SamplingParams
 
 
 @dataclass(frozen=True)

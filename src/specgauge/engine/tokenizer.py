@@ -99,6 +99,8 @@ class TextState:
 
     def push(self, token_id: int) -> str:
         """Add one generated token; returns the newly sendable text (possibly empty)."""
+        if self.stopped_by is not None:
+            return ""  # nothing after a stop string is ever sent
         self._ids.append(token_id)
         prefix = self.tokenizer.decode(self._ids[self._prefix_offset:self._read_offset])
         full = self.tokenizer.decode(self._ids[self._prefix_offset:])
