@@ -132,7 +132,13 @@ class Engine:
             return f"{prefix}-{self._counter}"
 
     def submit(self, request_id: str, prompt_ids: list[int], params: SamplingParams, sink: Sink) -> None:
-        """Queue a request; its events go to ``sink`` (called in the engine thread)."""
+        """Queue a request; its events go to ``sink`` (called in the engine thread).
+
+        Raises ValueError when prompt + ``max_tokens`` exceed the context (the server checks first).
+        """
+        if not prompt_ids or len(prompt_ids) + params.max_tokens > self.max_model_len:
+            raise ValueError(f"{len(prompt_ids)} prompt tokens + {params.max_tokens} new tokens do not fit "
+                             f"the context of {self.max_model_len}")
         text_state = TextState(self.tokenizer, params.stop, context_ids=prompt_ids)
         request = Request(request_id, list(prompt_ids), params, eos_token_ids=self.tokenizer.eos_token_ids,
                           text_state=text_state, user_data=sink)
