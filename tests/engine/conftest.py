@@ -15,7 +15,7 @@ from specgauge.engine.random_model import write_random_model
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A 3-layer GQA model (untied embeddings) with a byte-level BPE tokenizer and chat template."""
-    return write_random_model(tmp_path_factory.mktemp("tiny-model"), max_position_embeddings=256)
+    return write_random_model(tmp_path_factory.mktemp("tiny-model"), max_position_embeddings=1024)
 
 
 @pytest.fixture(scope="session")

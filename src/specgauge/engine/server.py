@@ -14,6 +14,7 @@ import json
 import socket
 import threading
 import time
+import typing
 import uuid
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable
@@ -123,12 +124,39 @@ def _sse(payload: dict | str) -> str:
     return f"data: {data}\n\n"
 
 
-def _validation_error(exc: ValidationError) -> APIError:
+def _nested_model(annotation) -> type[BaseModel] | None:
+    """The first pydantic model inside a field's type (``list[X] | None`` → X)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _nested_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _param_path(model: type[BaseModel], loc: tuple) -> str | None:
+    """The field path of a validation error, without pydantic's union-member tags (``prompt.str``)."""
+    parts: list[str] = []
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if isinstance(part, int):
+            parts.append(str(part))
+            continue
+        fields = current.model_fields if current is not None else {}
+        name = next((n for n, f in fields.items() if part in (n, f.alias)), None)
+        if name is not None:
+            parts.append(part)
+            current = _nested_model(fields[name].annotation)
+    return ".".join(parts) or None
+
+
+def _validation_error(exc: ValidationError, model: type[BaseModel]) -> APIError:
     first = exc.errors()[0]
     if first["type"] == "json_invalid":
         return APIError(400, f"malformed JSON body: {first.get('ctx', {}).get('error', first['msg'])}",
                         code="invalid_json")
-    param = ".".join(str(part) for part in first["loc"]) or None
+    param = _param_path(model, tuple(first["loc"]))
     where = param or "request body"
     return APIError(400, f"{where}: {first['msg']}", param=param, code="invalid_value")
 
@@ -175,7 +203,7 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         try:
             return model.model_validate_json(bytes(body))
         except ValidationError as exc:
-            raise _validation_error(exc) from None
+            raise _validation_error(exc, model) from None
 
     def check_model(name: str | None) -> None:
         if name is not None and name != settings.served_model_name:
