@@ -5,6 +5,8 @@ Layout: one key tensor and one value tensor of shape ``(L, num_slots, Hkv, D)`` 
 Which blocks belong to which request is decided by :class:`~specgauge.engine.block_manager.BlockManager`
 (pure Python); this module only turns block tables into index tensors, once per step.
 
+Attention reads whole blocks: ``k.view(L, num_blocks, block_size, Hkv, D)[layer][block_table]``.
+
 A step's tokens are laid out flat, ``(N,)``, sequence after sequence. Sequences with the same
 number of new tokens (all decodes; a verify of k+1 tokens; equal prefill chunks) form one
 :class:`AttentionGroup` that attends as one padded batch, so a layer loops over groups, never
@@ -43,22 +45,22 @@ class KVCache:
 class AttentionGroup:
     """Sequences of one step that attend together: ``batch`` sequences of ``q_len`` new tokens each.
 
-    ``gather_slots`` (B, Tk) lists the cache slots of each sequence's whole context (new tokens
-    included), padded with slot 0; ``mask`` (B, 1, Tq, Tk) is True where a query may attend.
-    A *fresh* group (no cached context, so ``Tk == Tq``) attends over its own keys with a causal
-    mask and needs neither tensor.
+    ``block_table`` (B, nb) lists each sequence's cache blocks (padded with block 0), so a layer
+    gathers whole blocks — keys ``Tk = nb * block_size`` — and ``mask`` (B, 1, Tq, Tk), additive
+    (0 or -inf, in the model's dtype), hides the padding and the future. A *fresh* group (no cached
+    context, so its keys are its own new tokens) uses a causal mask and needs neither tensor.
     """
 
     token_start: int
     token_stop: int
     batch: int
     q_len: int
-    gather_slots: torch.Tensor | None
+    block_table: torch.Tensor | None
     mask: torch.Tensor | None
 
     @property
     def fresh(self) -> bool:
-        return self.gather_slots is None
+        return self.block_table is None
 
 
 @dataclass
@@ -77,7 +79,8 @@ class ForwardBatch:
 
 
 def build_group(token_start: int, q_len: int, context_lens: list[int], block_tables: list[list[int]],
-                block_size: int, device: torch.device) -> tuple[AttentionGroup, torch.Tensor, torch.Tensor]:
+                block_size: int, device: torch.device, dtype: torch.dtype = torch.float32,
+                ) -> tuple[AttentionGroup, torch.Tensor, torch.Tensor]:
     """Index tensors for sequences with ``q_len`` new tokens after ``context_lens`` cached ones.
 
     Returns the group, the new tokens' positions (B*Tq,) and their write slots (B*Tq,).
@@ -91,13 +94,9 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
     if max(context_lens) == 0:
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None)
     else:
-        total = max(context_lens) + q_len
-        keys = torch.arange(total).unsqueeze(0).expand(batch, total)  # (B, Tk)
-        block_of = (keys // block_size).clamp(max=max_blocks - 1)
-        gather = table.gather(1, block_of) * block_size + keys % block_size  # (B, Tk)
-        mask = keys.unsqueeze(1) <= positions.unsqueeze(2)  # (B, Tq, Tk)
-        valid = mask.any(1)  # (B, Tk) keys some query of the sequence may see
-        gather = torch.where(valid, gather, torch.zeros_like(gather))
+        keys = torch.arange(max_blocks * block_size).view(1, 1, -1)  # (1, 1, Tk) key positions
+        visible = keys <= positions.unsqueeze(2)  # (B, Tq, Tk) causal; also hides padded blocks
+        mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, float("-inf"))
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len,
-                               gather.to(device), mask.unsqueeze(1).to(device))
+                               table.to(device), mask.unsqueeze(1).to(device))
     return group, positions.reshape(-1), write_slots.reshape(-1)

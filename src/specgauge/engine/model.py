@@ -265,6 +265,8 @@ class LlamaForCausalLM(nn.Module):
             k_layer, v_layer = cache.k[index], cache.v[index]  # (S, Hkv, D)
             k_layer.index_copy_(0, batch.write_slots, k)
             v_layer.index_copy_(0, batch.write_slots, v)
+            k_blocks = k_layer.view(cache.num_blocks, cache.block_size, n_kv, d)  # (blocks, bs, Hkv, D)
+            v_blocks = v_layer.view(cache.num_blocks, cache.block_size, n_kv, d)
             outs = []
             for g in batch.groups:
                 qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
@@ -272,9 +274,9 @@ class LlamaForCausalLM(nn.Module):
                     kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
                     vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
                     o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=g.q_len > 1, enable_gqa=gqa)
-                else:
-                    kg = k_layer[g.gather_slots].transpose(1, 2)  # (B, Hkv, Tk, D)
-                    vg = v_layer[g.gather_slots].transpose(1, 2)  # (B, Hkv, Tk, D)
+                else:  # gather whole blocks: (B, nb, bs, Hkv, D) → (B, Hkv, Tk, D)
+                    kg = k_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
+                    vg = v_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
                     o = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=g.mask, enable_gqa=gqa)
                 outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
             o = outs[0] if len(outs) == 1 else torch.cat(outs)
