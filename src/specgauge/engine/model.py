@@ -230,11 +230,19 @@ class LlamaForCausalLM(nn.Module):
         dtype = self.model.embed_tokens.weight.dtype
         self._rope_cos, self._rope_sin = cos.to(dtype), sin.to(dtype)
         self._head_split = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_size)
+        # Plain tuples of tensors: the step reads no nn.Module attribute (each costs ~1 µs).
+        self._layer_weights = [
+            (layer.input_layernorm.weight, layer.self_attn.qkv_weight, layer.self_attn.o_proj.weight,
+             layer.post_attention_layernorm.weight, layer.mlp.gate_up_weight, layer.mlp.down_proj.weight)
+            for layer in self.model.layers
+        ]
 
-    def _rms(self, x: torch.Tensor, norm: RMSNorm) -> torch.Tensor:
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """RMSNorm as HF computes it (in fp32, then back to the input dtype)."""
+        eps = self.config.rms_norm_eps
         if x.dtype == torch.float32:
-            return F.rms_norm(x, norm.weight.shape, norm.weight, norm.eps)
-        return norm(x)
+            return F.rms_norm(x, weight.shape, weight, eps)
+        return weight * F.rms_norm(x.float(), weight.shape, None, eps).to(x.dtype)
 
     def forward_cached(
         self,
@@ -251,14 +259,13 @@ class LlamaForCausalLM(nn.Module):
         gqa = n_q != n_kv
         cos = self._rope_cos[batch.positions].unsqueeze(1)  # (N, 1, D)
         sin = self._rope_sin[batch.positions].unsqueeze(1)  # (N, 1, D)
-        x = self.model.embed_tokens(batch.input_ids)  # (N, h)
+        x = F.embedding(batch.input_ids, self.model.embed_tokens.weight)  # (N, h)
         n = x.shape[0]
         aux: list[torch.Tensor] = []
-        for index, layer in enumerate(self.model.layers):
+        for index, (in_norm, qkv_w, o_w, post_norm, gate_up_w, down_w) in enumerate(self._layer_weights):
             if index in aux_layers:
                 aux.append(x)
-            attn = layer.self_attn
-            qkv = F.linear(self._rms(x, layer.input_layernorm), attn.qkv_weight)  # (N, (Hq+2Hkv) D)
+            qkv = F.linear(self._rms(x, in_norm), qkv_w)  # (N, (Hq+2Hkv) D)
             qk = apply_rope(qkv[:, : (n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)  # (N, Hq+Hkv, D)
             q, k = qk[:, :n_q], qk[:, n_q:]  # (N, Hq, D), (N, Hkv, D)
             v = qkv[:, (n_q + n_kv) * d:].view(n, n_kv, d)  # (N, Hkv, D)
@@ -280,11 +287,11 @@ class LlamaForCausalLM(nn.Module):
                     o = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=g.mask, enable_gqa=gqa)
                 outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
             o = outs[0] if len(outs) == 1 else torch.cat(outs)
-            x = x + F.linear(o, attn.o_proj.weight)
-            gate, up = F.linear(self._rms(x, layer.post_attention_layernorm), layer.mlp.gate_up_weight).chunk(2, -1)
-            x = x + F.linear(F.silu(gate) * up, layer.mlp.down_proj.weight)
+            x = x + F.linear(o, o_w)
+            gate, up = F.linear(self._rms(x, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
+            x = x + F.linear(F.silu(gate) * up, down_w)
         last = x.index_select(0, batch.logit_indices)  # (M, h)
-        return self.lm_head(self._rms(last, self.model.norm)), aux
+        return F.linear(self._rms(last, self.model.norm.weight), self.lm_head.weight), aux
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())

@@ -50,14 +50,18 @@ def write_tokenizer(path: Path, vocab_size: int = 320, text: str = SAMPLE_TEXT) 
 def write_random_model(path: str | Path, *, hidden_size: int = 64, num_layers: int = 3, num_heads: int = 4,
                        num_kv_heads: int = 2, intermediate_size: int = 128, vocab_size: int = 320,
                        max_position_embeddings: int = 512, tie_word_embeddings: bool = False,
-                       seed: int = 0, std: float = 0.08) -> Path:
-    """Write a complete random-weight model directory (config, weights, tokenizer) and return it."""
+                       seed: int = 0, std: float = 0.08, tokenizer_text: str = SAMPLE_TEXT) -> Path:
+    """Write a complete random-weight model directory (config, weights, tokenizer) and return it.
+
+    The model's vocabulary is the tokenizer's, which is at most ``vocab_size`` (fewer when
+    ``tokenizer_text`` is too small to learn that many merges).
+    """
     import torch
 
     from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, save_model
 
     path = Path(path)
-    actual_vocab = write_tokenizer(path, vocab_size)
+    actual_vocab = write_tokenizer(path, vocab_size, tokenizer_text)
     added = {t: i for i, t in enumerate(SPECIAL_TOKENS)}  # the trainer puts special tokens first
     config = LlamaConfig(vocab_size=actual_vocab, hidden_size=hidden_size, intermediate_size=intermediate_size,
                          num_hidden_layers=num_layers, num_attention_heads=num_heads,
@@ -72,3 +76,18 @@ def write_random_model(path: str | Path, *, hidden_size: int = 64, num_layers: i
                 param.normal_(0.0, std)
     save_model(model, path)
     return path
+
+
+def stdlib_text(max_bytes: int = 2_000_000) -> str:
+    """Source text of the standard library (present on every machine with Python)."""
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    pieces, size = [], 0
+    for file in sorted(root.glob("*.py")):
+        text = file.read_text(encoding="utf-8", errors="ignore")
+        pieces.append(text)
+        size += len(text)
+        if size >= max_bytes:
+            break
+    return "\n".join(pieces)
