@@ -51,6 +51,13 @@ class LlamaConfig:
     @classmethod
     def from_dict(cls, raw: dict) -> "LlamaConfig":
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        raw = dict(raw)
+        # transformers >= 5 writes RoPE settings as one ``rope_parameters`` dict (theta included).
+        rope = raw.pop("rope_parameters", None)
+        if isinstance(rope, dict):
+            raw.setdefault("rope_theta", rope.get("rope_theta", 10000.0))
+            if rope.get("rope_type", rope.get("type", "default")) != "default":
+                raw.setdefault("rope_scaling", {k: v for k, v in rope.items() if k != "rope_theta"})
         values = {k: raw[k] for k in known if k in raw}
         values.setdefault("num_key_value_heads", raw.get("num_attention_heads"))
         return cls(**values, extra={k: v for k, v in raw.items() if k not in known})
