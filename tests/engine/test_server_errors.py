@@ -39,6 +39,7 @@ BAD_BODIES = [
     (COMPLETIONS, {"prompt": ""}, "prompt"),
     (COMPLETIONS, {"prompt": [1, 99999]}, "prompt"),
     (COMPLETIONS, {"prompt": "x", "n": 2}, "n"),
+    (COMPLETIONS, {"prompt": "x", "logprobs": 3}, "logprobs"),
     (CHAT, {"messages": []}, "messages"),
     (CHAT, {"messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role"),
     (CHAT, {"messages": "hi"}, "messages"),
@@ -147,6 +148,15 @@ def test_raw_socket_hangup_before_reading_frees_blocks(server):
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         assert sock.recv(64).startswith(b"HTTP/1.1 200")
+    wait_idle(server.engine)
+    assert abort_count(server.url) == before + 1
+
+
+def test_non_streaming_client_that_hangs_up_is_aborted(server):
+    before = abort_count(server.url)
+    body = {"prompt": "def add", "max_tokens": 1000, "temperature": 0, "ignore_eos": True}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server.url + COMPLETIONS, json=body, timeout=httpx.Timeout(30, read=0.3))
     wait_idle(server.engine)
     assert abort_count(server.url) == before + 1
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Body(BaseModel):
@@ -30,7 +30,15 @@ class _OpenAISampling(_Body):
     stop: str | list[str] | None = None
     stop_token_ids: list[int] | None = None
     ignore_eos: bool = False
-    n: int = Field(default=1, ge=1, le=1)
+    n: int = Field(default=1, ge=1, le=1)             # one choice per request only
+    logprobs: bool | int | None = None                 # not supported: only null/false/0 accepted
+
+    @field_validator("logprobs")
+    @classmethod
+    def _no_logprobs(cls, value):
+        if value not in (None, False, 0):
+            raise ValueError("logprobs are not supported by this server")
+        return value
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None

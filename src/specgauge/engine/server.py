@@ -247,12 +247,25 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
     def error_event(event: StreamEvent) -> dict:
         return APIError(500, event.error or "request failed", code="engine_error", error_type="server_error").body()
 
-    async def collect(handle: RequestHandle) -> tuple[str, StreamEvent, list[int]]:
+    async def abort_on_disconnect(request: Request, handle: RequestHandle) -> None:
+        """Wait for the client to hang up (the body is read, so the next message is the disconnect)."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        handle.close()  # the engine answers the abort with a final event, which ends collect()
+
+    async def collect(request: Request, handle: RequestHandle) -> tuple[str, StreamEvent, list[int]]:
+        """All of a non-streaming request's events; a client that hangs up meanwhile aborts it."""
         text, tokens, last = [], [], None
-        async for event in handle.events():
-            text.append(event.text_delta)
-            tokens.extend(event.token_ids)
-            last = event
+        watcher = asyncio.create_task(abort_on_disconnect(request, handle))
+        try:
+            async for event in handle.events():
+                text.append(event.text_delta)
+                tokens.extend(event.token_ids)
+                last = event
+        finally:
+            watcher.cancel()
+        if last is None or last.finish_reason == "abort":
+            raise APIError(499, "the client closed the connection", code="client_closed")
         if last.error:
             raise APIError(500, last.error, code="engine_error", error_type="server_error")
         return "".join(text), last, tokens
@@ -276,7 +289,7 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         head = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
                 "created": created, "model": settings.served_model_name}
         if not body.stream:
-            text, last, _ = await collect(handle)
+            text, last, _ = await collect(request, handle)
             choice = {"index": 0, "finish_reason": last.finish_reason, "logprobs": None}
             choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
             out = dict(head, object="chat.completion" if chat else "text_completion", choices=[choice],
@@ -361,7 +374,7 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         max_new = resolve_max_tokens(prompt_ids, sp.max_new_tokens, None, "sampling_params.max_new_tokens")
         handle = client.submit(prompt_ids, sampling(sp, max_new), settings.retry_after_s, request_id=body.rid)
         if not body.stream:
-            text, last, tokens = await collect(handle)
+            text, last, tokens = await collect(request, handle)
             return JSONResponse({"text": text, "output_ids": tokens, "meta_info": meta_info(handle, last, max_new)})
 
         async def stream() -> AsyncIterator[str]:
