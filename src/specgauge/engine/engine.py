@@ -124,6 +124,7 @@ class Engine:
         self._stopping = threading.Event()
         self._counter = 0
         self._lock = threading.Lock()
+        self._outbox: list[tuple[Sink, StreamEvent]] = []
 
     # -- any thread ---------------------------------------------------------------------
     def new_request_id(self, prefix: str = "req") -> str:
@@ -132,7 +133,10 @@ class Engine:
             return f"{prefix}-{self._counter}"
 
     def submit(self, request_id: str, prompt_ids: list[int], params: SamplingParams, sink: Sink) -> None:
-        """Queue a request; its events go to ``sink`` (called in the engine thread).
+        """Queue a request; its events go to ``sink``.
+
+        A plain sink is called in the engine thread. A sink with a ``loop`` attribute (an asyncio
+        loop) is called on that loop: the engine hands each loop one batch per step.
 
         Raises ValueError when prompt + ``max_tokens`` exceed the context (the server checks first).
         """
@@ -216,7 +220,9 @@ class Engine:
             except Exception as exc:  # a bug must fail the requests in flight, not the server
                 log.error("engine step failed:\n%s", traceback.format_exc())
                 self._fail_all(f"engine error: {type(exc).__name__}: {exc}")
+            self._flush()
         self._fail_all("server shutting down")
+        self._flush()
 
     def _drain_inbox(self, block: bool) -> None:
         try:
@@ -249,10 +255,32 @@ class Engine:
             request.finish_reason = "error"
             self._emit(request, "", [], True, error=message)
 
+    def _flush(self) -> None:
+        """Hand this iteration's events over: one ``call_soon_threadsafe`` per event loop, not per event."""
+        if not self._outbox:
+            return
+        pending, self._outbox = self._outbox, []
+        by_loop: dict = {}
+        for sink, event in pending:
+            loop = getattr(sink, "loop", None)
+            if loop is None:
+                sink(event)
+            else:
+                by_loop.setdefault(loop, []).append((sink, event))
+        for loop, pairs in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, pairs)
+            except RuntimeError:
+                pass  # that event loop is closed (server shut down)
+
     def _emit(self, request: Request, text: str, tokens: list[int], finished: bool, error: str | None = None) -> None:
         if finished:
             self.metrics.on_finish(request.finish_reason or "abort")
-        sink: Sink = request.user_data
-        sink(StreamEvent(request.request_id, text, tuple(tokens), len(request.prompt_ids), len(request.output_ids),
+        self._outbox.append((request.user_data, StreamEvent(request.request_id, text, tuple(tokens), len(request.prompt_ids), len(request.output_ids),
                          finished, request.finish_reason if finished else None,
-                         request.matched_stop if finished else None, error))
+                         request.matched_stop if finished else None, error)))
+
+
+def _deliver(pairs: list[tuple[Sink, StreamEvent]]) -> None:
+    for sink, event in pairs:
+        sink(event)

@@ -84,6 +84,17 @@ class RequestHandle:
         self.client.release(self)
 
 
+@dataclass(frozen=True)
+class LoopSink:
+    """Where the engine sends a request's events: called on ``loop`` (batched per step by the engine)."""
+
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue
+
+    def __call__(self, event: StreamEvent) -> None:
+        self.queue.put_nowait(event)
+
+
 class EngineClient:
     """Admission on the event loop: a bounded number of requests in flight (running + waiting)."""
 
@@ -103,16 +114,8 @@ class EngineClient:
         if request_id in self.in_flight:
             raise APIError(400, f"request id {request_id!r} is already in flight", param="rid")
         handle = RequestHandle(self, request_id, prompt_ids)
-        loop = asyncio.get_running_loop()
-
-        def sink(event: StreamEvent) -> None:  # called in the engine thread
-            try:
-                loop.call_soon_threadsafe(handle.queue.put_nowait, event)
-            except RuntimeError:
-                pass  # the event loop is gone (shutdown)
-
         self.in_flight.add(request_id)
-        self.engine.submit(request_id, prompt_ids, params, sink)
+        self.engine.submit(request_id, prompt_ids, params, LoopSink(asyncio.get_running_loop(), handle.queue))
         return handle
 
     def release(self, handle: RequestHandle) -> None:
