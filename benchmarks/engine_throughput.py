@@ -72,14 +72,12 @@ async def stream_one(session, url: str, prompt: str, tokens: int) -> tuple[int, 
     async with session.post(url + "/v1/completions", json=body) as response:
         response.raise_for_status()
         async for raw in response.content:
-            line = raw.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
+            if not raw.startswith(b"data: {"):
                 continue
-            event = json.loads(line[6:])
-            if event.get("choices"):
+            if b'"choices":[]' in raw:  # the usage chunk: the only one parsed, to keep the client light
+                completion = json.loads(raw[6:])["usage"]["completion_tokens"]
+            else:
                 times.append(time.perf_counter())
-            if event.get("usage"):
-                completion = event["usage"]["completion_tokens"]
     return completion, times
 
 
@@ -120,13 +118,13 @@ def peak_rss_mib(pid: int) -> float:
 class EngineCore:
     """The engine stepped synchronously in this process — no HTTP, no thread — as ``generate()`` is."""
 
-    def __init__(self, path: Path, threads: int, device: str) -> None:
+    def __init__(self, path: Path, threads: int, device: str, dtype: str) -> None:
         import torch
 
         from specgauge.engine.engine import Engine, EngineConfig
 
         torch.set_num_threads(threads)
-        self.engine = Engine(EngineConfig(model_dir=str(path), device=device, threads=threads))
+        self.engine = Engine(EngineConfig(model_dir=str(path), device=device, dtype=dtype, threads=threads))
         self.engine.tokenizer.encode(PROMPTS[0])
         self.rate(PROMPTS[0], 8)
 
@@ -156,22 +154,23 @@ class TransformersPeer:
     tried and the faster one is used, so the peer is not handicapped by a slow kernel.
     """
 
-    def __init__(self, path: Path, threads: int) -> None:
+    def __init__(self, path: Path, threads: int, dtype: str) -> None:
         import torch
         from tokenizers import Tokenizer
         from transformers import LlamaForCausalLM
 
         torch.set_num_threads(threads)
+        torch_dtype = getattr(torch, dtype)
         self.torch = torch
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         timings = {}
         for impl in ("sdpa", "eager"):
-            self.model = LlamaForCausalLM.from_pretrained(path, torch_dtype=torch.float32,
+            self.model = LlamaForCausalLM.from_pretrained(path, torch_dtype=torch_dtype,
                                                           attn_implementation=impl).eval()
             self.timed(PROMPTS[0], 4)
             timings[impl] = min(self.timed(PROMPTS[0], 16) for _ in range(2))
         self.attn_implementation = min(timings, key=timings.get)
-        self.model = LlamaForCausalLM.from_pretrained(path, torch_dtype=torch.float32,
+        self.model = LlamaForCausalLM.from_pretrained(path, torch_dtype=torch_dtype,
                                                       attn_implementation=self.attn_implementation).eval()
         self.timed(PROMPTS[0], 8)
 
@@ -203,17 +202,21 @@ def main() -> None:
                         help="torch threads, both engines (1: on a shared 2-core machine, 2 OpenMP threads "
                              "stall whenever another process holds a core)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="compute dtype of both engines (the weights are the same)")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
 
     with tempfile.TemporaryDirectory() as scratch:
         path, kind = model_dir(args, Path(scratch))
-        print(f"model: {path} ({kind}); {args.tokens} tokens per request; {args.threads} threads")
+        print(f"model: {path} ({kind}); {args.tokens} tokens per request; {args.threads} threads; "
+              f"{args.dtype} in both engines")
         serve_args = ["--model", str(path), "--threads", str(args.threads), "--device", args.device,
+                      "--dtype", args.dtype,
                       "--max-running-requests", str(max(levels)), "--max-waiting-requests", str(max(levels))]
         results: dict[str, float] = {}
-        peer = TransformersPeer(path, args.threads)
-        core = EngineCore(path, args.threads, args.device)
+        peer = TransformersPeer(path, args.threads, args.dtype)
+        core = EngineCore(path, args.threads, args.device, args.dtype)
         with EngineProcess(serve_args) as engine:
             # Single stream: engine over HTTP, engine core in-process, transformers — interleaved,
             # so all three see the same machine load.

@@ -54,7 +54,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served
           incremental_streaming_output: bool, max_body_bytes: int, threads: int | None) -> None:
     """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
     require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
-                  "prometheus_client")
+                  "prometheus_client", "orjson")
     if not (model_dir / "config.json").is_file():
         hint = ("the shipped target model is missing (train it with 'specgauge train target')"
                 if model_dir == DEFAULT_MODEL_DIR else "config.json missing")
