@@ -128,8 +128,7 @@ class EngineCore:
         self.engine.tokenizer.encode(PROMPTS[0])
         self.rate(PROMPTS[0], 8)
 
-    def rate(self, prompt: str, tokens: int) -> float:
-        """Decode tok/s of one request: (tokens - 1) / (time of last token - time of first)."""
+    def _add(self, prompt: str, tokens: int):
         from specgauge.engine.sampling_params import SamplingParams
         from specgauge.engine.scheduler import Request
         from specgauge.engine.tokenizer import TextState
@@ -139,12 +138,25 @@ class EngineCore:
         request = Request(engine.new_request_id(), ids, SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True),
                           text_state=TextState(engine.tokenizer, context_ids=ids))
         engine.scheduler.add(request)
+        return request
+
+    def rate(self, prompt: str, tokens: int) -> float:
+        """Decode tok/s of one request: (tokens - 1) / (time of last token - time of first)."""
+        request = self._add(prompt, tokens)
         times = []
-        while engine.scheduler.has_work:
-            if any(u.new_token_ids for u in engine.step()):
+        while self.engine.scheduler.has_work:
+            if any(u.new_token_ids for u in self.engine.step()):
                 times.append(time.perf_counter())
         assert len(request.output_ids) == tokens
         return (tokens - 1) / (times[-1] - times[0])
+
+    def aggregate(self, concurrency: int, tokens: int) -> float:
+        """Generated tok/s with ``concurrency`` requests submitted together (prefill included)."""
+        requests = [self._add(PROMPTS[i % len(PROMPTS)], tokens) for i in range(concurrency)]
+        start = time.perf_counter()
+        while self.engine.scheduler.has_work:
+            self.engine.step()
+        return sum(len(r.output_ids) for r in requests) / (time.perf_counter() - start)
 
 
 class TransformersPeer:
@@ -236,6 +248,9 @@ def main() -> None:
             print(f"transformers generate() single-stream decode, in-process: {hf_decode:.1f} tok/s "
                   f"(attn_implementation={peer.attn_implementation}; whole request incl. prefill: "
                   f"{hf_whole:.1f} tok/s — one request at a time, so also its aggregate)", flush=True)
+            if 32 in levels:
+                results["core_c32"] = core.aggregate(32, args.tokens)
+                print(f"engine core aggregate at 32, in-process (no HTTP): {results['core_c32']:.1f} tok/s", flush=True)
             del core
             for level in levels:
                 rate = asyncio.run(aggregate(engine.url, level, args.tokens, args.requests_per_client))
@@ -252,6 +267,8 @@ def main() -> None:
     if "engine_c32" in results:
         print(f"  engine aggregate at 32 / transformers:                  {results['engine_c32'] / hf_whole:.2f}x  [>= 10x]")
         print(f"  engine aggregate at 32 / engine single-stream (HTTP):   {results['engine_c32'] / single:.2f}x  [>= 5x]")
+        print(f"  engine core aggregate at 32 / transformers:             {results['core_c32'] / hf_whole:.2f}x  "
+              f"(both in-process, no HTTP)")
 
 
 if __name__ == "__main__":

@@ -48,10 +48,13 @@ def _positive(ctx, param, value):
 @click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True, callback=_positive,
               help="Largest request body accepted (413 beyond).")
 @click.option("--threads", type=int, default=None, callback=_positive, help="torch CPU threads.")
+@click.option("--speculative-algorithm", type=click.Choice(["NONE"]), default="NONE",
+              show_default=True, help="Speculative decoding (SGLang's flag); NONE serves plain decoding.")
 def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served_model_name: str,
           max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
           max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
-          incremental_streaming_output: bool, max_body_bytes: int, threads: int | None) -> None:
+          incremental_streaming_output: bool, max_body_bytes: int, threads: int | None,
+          speculative_algorithm: str) -> None:
     """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
     require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
                   "prometheus_client", "orjson")
