@@ -79,3 +79,22 @@ def test_stop_strings_cut_the_text_and_are_never_sent(tiny_model_dir):
     assert all("\n\n" not in p for p in pieces)
     pieces, state = stream_text(tok, ids, stop=("Stack", "+"))
     assert "".join(pieces) == "return a " and state.stopped_by == "+"  # the earliest match wins
+
+
+def test_template_raise_exception_surfaces_as_an_error(tiny_model_dir, tmp_path):
+    import json
+    import shutil
+
+    import pytest
+    from jinja2.exceptions import TemplateError
+
+    shutil.copy(tiny_model_dir / "tokenizer.json", tmp_path / "tokenizer.json")
+    config = json.loads((tiny_model_dir / "tokenizer_config.json").read_text())
+    config["chat_template"] = ("{% for m in messages %}{% if m['role'] == 'tool' %}"
+                               "{{ raise_exception('tool turns are not supported') }}{% endif %}"
+                               "{{ m['content'] }}{% endfor %}")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    tok = EngineTokenizer(tmp_path)
+    assert tok.apply_chat_template([{"role": "user", "content": "hi"}]) == "hi"
+    with pytest.raises(TemplateError, match="tool turns"):
+        tok.apply_chat_template([{"role": "tool", "content": "{}"}])

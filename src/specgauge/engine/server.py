@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hmac
+import logging
 import socket
 import threading
 import time
@@ -29,6 +30,9 @@ from specgauge import __version__
 from specgauge.engine.engine import Engine, StreamEvent
 from specgauge.engine.protocol import ChatCompletionRequest, CompletionRequest, GenerateRequest
 from specgauge.engine.sampling_params import SamplingParams
+
+
+log = logging.getLogger("specgauge.engine.server")
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,12 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
         return APIError(exc.status_code, str(exc.detail), code=code).response()
 
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.error("unexpected error in a route", exc_info=exc)
+        return APIError(500, f"internal error: {type(exc).__name__}", code="internal_error",
+                        error_type="server_error").response()
+
     @app.middleware("http")
     async def _auth(request: Request, call_next: Callable):
         if settings.api_key and request.url.path != "/health":
@@ -293,7 +303,12 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         check_model(body.model)
         if chat:
             messages = [{"role": m.role, "content": m.text()} for m in body.messages]
-            prompt_ids = tokenizer.encode(tokenizer.apply_chat_template(messages, add_generation_prompt=True))
+            try:
+                rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+            except Exception as exc:  # a template may refuse a conversation (raise_exception)
+                raise APIError(400, f"messages: the model's chat template rejected them: {exc}",
+                               param="messages", code="invalid_value") from None
+            prompt_ids = tokenizer.encode(rendered)
             param, asked, default = "messages", body.max_completion_tokens or body.max_tokens, None
         else:
             prompt_ids = tokenizer.encode(body.prompt) if isinstance(body.prompt, str) else list(body.prompt)
