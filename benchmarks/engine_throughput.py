@@ -258,6 +258,13 @@ def main() -> None:
                 print(f"engine aggregate at {level:>2} concurrent: {rate:.1f} tok/s", flush=True)
             rss = peak_rss_mib(engine.process.pid)
             print(f"engine peak RSS: {rss:.0f} MiB (server process, VmHWM)")
+        # transformers again after the aggregate runs: the machine's load drifts, so the aggregate
+        # ratios use transformers' median over samples taken before and after them.
+        for i in range(args.repeats):
+            rates["hf_whole"].append(peer.rates(PROMPTS[i % len(PROMPTS)], args.tokens)[1])
+        hf_whole = statistics.median(rates["hf_whole"])
+        print(f"transformers whole-request rate, median of {len(rates['hf_whole'])} runs around the aggregates: "
+              f"{hf_whole:.1f} tok/s")
 
     single = results["engine_single"]
     print("\nratios (goal in brackets):")
