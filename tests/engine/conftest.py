@@ -18,6 +18,27 @@ def tiny_model_dir(tmp_path_factory):
     return write_random_model(tmp_path_factory.mktemp("tiny-model"), max_position_embeddings=1024)
 
 
+@pytest.fixture
+def engine_factory(tiny_model_dir):
+    """Build engines of the tiny model with custom limits; each is stopped after the test and its
+    pool checked whole."""
+    engines = []
+
+    def build(**overrides):
+        engine = make_engine(tiny_model_dir, **overrides)
+        engines.append(engine)
+        return engine
+
+    yield build
+    try:
+        for engine in engines:
+            if engine.alive:
+                wait_idle(engine)
+    finally:
+        for engine in engines:
+            engine.stop()
+
+
 @pytest.fixture(scope="session")
 def shared_engine(tiny_model_dir):
     """One running engine for the server tests (max 8 running, 8 waiting)."""

@@ -2,13 +2,13 @@
 server keep serving, and no KV block leaks."""
 
 import httpx
-from engine_testkit import make_engine, wait_idle
+from engine_testkit import wait_idle
 
 from specgauge.engine.server import BackgroundServer
 
 
-def test_step_failure_fails_requests_not_the_server(tiny_model_dir):
-    engine = make_engine(tiny_model_dir, max_running=4)
+def test_step_failure_fails_requests_not_the_server(engine_factory):
+    engine = engine_factory(max_running=4)
     real_run = engine.runner.run
     calls = {"n": 0}
 
@@ -30,4 +30,3 @@ def test_step_failure_fails_requests_not_the_server(tiny_model_dir):
         metrics = httpx.get(srv.url + "/metrics").text
         assert 'vllm:request_success_total{finished_reason="error"} 1.0' in metrics
         wait_idle(engine)
-    engine.stop()

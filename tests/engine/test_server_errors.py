@@ -7,7 +7,7 @@ import time
 
 import httpx
 import pytest
-from engine_testkit import make_engine, wait_idle
+from engine_testkit import wait_idle
 
 from specgauge.engine.server import BackgroundServer, ServerSettings
 
@@ -161,8 +161,8 @@ def test_non_streaming_client_that_hangs_up_is_aborted(server):
     assert abort_count(server.url) == before + 1
 
 
-def test_full_queue_answers_503_with_retry_after(tiny_model_dir):
-    engine = make_engine(tiny_model_dir, max_running=1, max_waiting=1)
+def test_full_queue_answers_503_with_retry_after(engine_factory):
+    engine = engine_factory(max_running=1, max_waiting=1)
     body = {"prompt": "x", "max_tokens": 200, "ignore_eos": True, "stream": True}
     with BackgroundServer(engine) as srv, httpx.Client(timeout=30) as client:
         streams = [client.stream("POST", srv.url + COMPLETIONS, json=body) for _ in range(2)]
@@ -178,4 +178,3 @@ def test_full_queue_answers_503_with_retry_after(tiny_model_dir):
         wait_idle(engine)
         again = httpx.post(srv.url + COMPLETIONS, json={"prompt": "x", "max_tokens": 2}, timeout=30)
         assert again.status_code == 200
-    engine.stop()
