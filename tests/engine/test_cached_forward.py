@@ -2,37 +2,11 @@
 
 import pytest
 import torch
+from engine_testkit import make_model, runner_for
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import KVCache
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, load_model, save_model
-from specgauge.engine.model_runner import ModelRunner
+from specgauge.engine.model import load_model, save_model
 from specgauge.engine.sampling_params import SamplingParams
 from specgauge.engine.scheduler import Request, ScheduledSeq
-
-
-def make_model(tmp_path, **overrides):
-    values = dict(vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                  tie_word_embeddings=False)
-    values.update(overrides)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**values))
-    for p in model.parameters():
-        torch.nn.init.normal_(p, std=0.1)
-    save_model(model, tmp_path, dtype=torch.bfloat16)  # stored bf16 like the shipped target
-    reference = load_model(tmp_path)                    # upcast to fp32
-    cached = load_model(tmp_path)
-    cached.prepare_for_inference(128)
-    return reference, cached
-
-
-def runner_for(model, num_blocks=64, block_size=4):
-    cfg = model.config
-    blocks = BlockManager(num_blocks, block_size)
-    cache = KVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, cfg.head_size,
-                    torch.float32, "cpu")
-    return ModelRunner(model, cache, blocks), blocks
 
 
 def step_logits(runner, blocks, seqs):

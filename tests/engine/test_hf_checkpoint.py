@@ -6,11 +6,9 @@ import json
 
 import pytest
 import torch
+from engine_testkit import runner_for
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import KVCache
 from specgauge.engine.model import load_model
-from specgauge.engine.model_runner import ModelRunner
 from specgauge.engine.sampling_params import SamplingParams
 from specgauge.engine.scheduler import Request, ScheduledSeq
 
@@ -40,10 +38,8 @@ def test_sharded_checkpoint_loads_and_cached_logits_match_transformers(hf_checkp
     model = load_model(path)  # bf16 on disk, fp32 in memory
     assert model.config.head_size == 32 and not model.config.tie_word_embeddings
     model.prepare_for_inference(256)
-    blocks = BlockManager(32, 8)
-    cfg = model.config
-    cache = KVCache(cfg.num_hidden_layers, 32, 8, cfg.num_key_value_heads, cfg.head_size, torch.float32, "cpu")
-    runner = ModelRunner(model, cache, blocks)
+    runner, blocks = runner_for(model, num_blocks=32, block_size=8)
+    cache = runner.cache
     ids = torch.randint(0, 211, (90,)).tolist()  # past the original 64-token rope window
     request = Request("r", ids, SamplingParams())
     got = []

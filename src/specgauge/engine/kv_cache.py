@@ -31,6 +31,11 @@ class KVCache:
         self.k = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
         self.v = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
 
+    def copy_slots(self, src: torch.Tensor, dst: torch.Tensor) -> None:
+        """Copy K/V of slots ``src`` to slots ``dst`` in every layer (compacting an accepted tree path)."""
+        self.k[:, dst] = self.k[:, src]
+        self.v[:, dst] = self.v[:, src]
+
     @property
     def nbytes(self) -> int:
         return self.k.numel() * self.k.element_size() * 2
@@ -80,22 +85,37 @@ class ForwardBatch:
 
 def build_group(token_start: int, q_len: int, context_lens: list[int], block_tables: list[list[int]],
                 block_size: int, device: torch.device, dtype: torch.dtype = torch.float32,
+                tree_mask: list[list[bool]] | None = None, tree_depths: list[int] | None = None,
                 ) -> tuple[AttentionGroup, torch.Tensor, torch.Tensor]:
     """Index tensors for sequences with ``q_len`` new tokens after ``context_lens`` cached ones.
 
-    Returns the group, the new tokens' positions (B*Tq,) and their write slots (B*Tq,).
+    New token ``j`` of a sequence is stored at position ``context + j``. By default the new
+    tokens form a chain (causal). For a draft *tree* (verification of several branches in one
+    forward), ``tree_mask`` (Tq x Tq, shared by the group) says which new tokens query ``i`` sees
+    (its ancestors and itself) and ``tree_depths`` (Tq) gives each token's depth, so its RoPE
+    position is ``context + depth`` while its storage position stays ``context + j``.
+
+    Returns the group, the new tokens' RoPE positions (B*Tq,) and their write slots (B*Tq,).
     """
     batch = len(context_lens)
     max_blocks = max(len(t) for t in block_tables)
     table = torch.tensor([t + [0] * (max_blocks - len(t)) for t in block_tables], dtype=torch.long)  # (B, nb)
     ctx = torch.tensor(context_lens, dtype=torch.long).unsqueeze(1)  # (B, 1)
-    positions = ctx + torch.arange(q_len).unsqueeze(0)  # (B, Tq)
-    write_slots = table.gather(1, positions // block_size) * block_size + positions % block_size  # (B, Tq)
-    if max(context_lens) == 0:
+    stored = ctx + torch.arange(q_len).unsqueeze(0)  # (B, Tq) storage positions
+    write_slots = table.gather(1, stored // block_size) * block_size + stored % block_size  # (B, Tq)
+    depths = torch.tensor(tree_depths, dtype=torch.long) if tree_depths is not None else torch.arange(q_len)
+    positions = ctx + depths.unsqueeze(0)  # (B, Tq) RoPE positions
+    if max(context_lens) == 0 and tree_mask is None:
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None)
     else:
-        keys = torch.arange(max_blocks * block_size).view(1, 1, -1)  # (1, 1, Tk) key positions
-        visible = keys <= positions.unsqueeze(2)  # (B, Tq, Tk) causal; also hides padded blocks
+        keys = torch.arange(max_blocks * block_size).view(1, 1, -1)  # (1, 1, Tk) key storage positions
+        visible = keys <= stored.unsqueeze(2)  # (B, Tq, Tk) causal; also hides padded blocks
+        if tree_mask is not None:
+            new = torch.tensor(tree_mask, dtype=torch.bool)  # (Tq, Tq) query i sees new token j
+            offset = keys - ctx.unsqueeze(2)  # (B, 1, Tk) index among the new tokens (< 0: cached)
+            among_new = (offset >= 0) & (offset < q_len)
+            sees_new = new[:, offset.clamp(0, q_len - 1).squeeze(1)].permute(1, 0, 2)  # (B, Tq, Tk)
+            visible = torch.where(among_new, sees_new, offset < 0)
         mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, float("-inf"))
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len,
                                table.to(device), mask.unsqueeze(1).to(device))
