@@ -85,6 +85,18 @@ def test_preemption_when_blocks_run_out_then_recompute():
     assert sched.blocks.num_free_blocks == 6
 
 
+def test_a_decode_and_a_chunked_prefill_competing_for_a_small_pool_both_finish():
+    # 'a' is admitted (its 8-token prompt fits), then 'b' decodes into the blocks 'a' still needs
+    sched = Scheduler(SchedulerConfig(max_running=2, max_tokens_per_step=4), BlockManager(5, 2))
+    sched.add(request("b", 1, max_tokens=6))
+    batch = sched.schedule()
+    sched.postprocess(batch, fake_run(batch))
+    sched.add(request("a", 7, max_tokens=1))
+    finished = run_to_end(sched, steps=200)
+    assert sorted(r.request_id for r in finished) == ["a", "b"]
+    assert all(r.finish_reason == "length" for r in finished)
+
+
 def test_admission_waits_for_blocks_for_the_whole_prompt():
     sched = Scheduler(SchedulerConfig(max_running=4, max_tokens_per_step=4), BlockManager(4, 4))
     sched.add(request("big", 14, max_tokens=1))  # needs 4 blocks (14 prompt + 1)

@@ -63,6 +63,9 @@ class EngineConfig:
             raise UserError(f"--device {self.device}: CUDA is not available on this machine")
         if self.block_size <= 0 or (self.num_blocks is not None and self.num_blocks <= 0):
             raise UserError("--block-size and --num-blocks must be positive")
+        if self.scheduler.max_tokens_per_step < self.scheduler.max_running * (1 + self.scheduler.lookahead):
+            raise UserError(f"--max-tokens-per-step {self.scheduler.max_tokens_per_step} cannot give each of "
+                            f"--max-running-requests {self.scheduler.max_running} its decode tokens every step")
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -181,27 +181,18 @@ class Scheduler:
         for request in decoding:
             if request.status != Status.RUNNING or budget <= 0:
                 continue
-            need = request.num_tokens + self.config.lookahead
-            while not self.blocks.can_grow(request.request_id, need):
-                victim = self.running[-1]
-                self._preempt(victim)
-                preempted.append(victim)
-                if victim is request:
-                    break
-            if request.status != Status.RUNNING:
-                continue
-            self.blocks.grow(request.request_id, need)
-            seqs.append(ScheduledSeq(request, request.num_computed, 1))
-            budget -= 1
+            if self._reserve(request, request.num_tokens + self.config.lookahead, preempted):
+                seqs.append(ScheduledSeq(request, request.num_computed, 1))
+                budget -= 1
         for request in [r for r in self.running if r.num_pending > 1]:
             if budget <= 0:
                 break
-            chunk = min(request.num_pending, budget)
-            if not self.blocks.can_grow(request.request_id, request.num_computed + chunk):
+            if request.status != Status.RUNNING:
                 continue
-            self.blocks.grow(request.request_id, request.num_computed + chunk)
-            seqs.append(ScheduledSeq(request, request.num_computed, chunk))
-            budget -= chunk
+            chunk = min(request.num_pending, budget)
+            if self._reserve(request, request.num_computed + chunk, preempted):
+                seqs.append(ScheduledSeq(request, request.num_computed, chunk))
+                budget -= chunk
         while self.waiting and budget > 0 and len(self.running) < self.config.max_running:
             request = self.waiting[0]
             whole = self.blocks.blocks_for(request.num_tokens + 1 + self.config.lookahead)
@@ -255,6 +246,18 @@ class Scheduler:
         return updates
 
     # -- helpers -----------------------------------------------------------------------
+    def _reserve(self, request: Request, num_tokens: int, preempted: list[Request]) -> bool:
+        """Grow ``request`` to ``num_tokens`` positions, preempting the most recently admitted
+        running requests while the pool is short; False when ``request`` itself was preempted."""
+        while not self.blocks.can_grow(request.request_id, num_tokens):
+            victim = self.running[-1]
+            self._preempt(victim)
+            preempted.append(victim)
+            if victim is request:
+                return False
+        self.blocks.grow(request.request_id, num_tokens)
+        return True
+
     def _check_finish(self, request: Request, token: int) -> str | None:
         params = request.params
         if not params.ignore_eos and token in request.eos_token_ids:
