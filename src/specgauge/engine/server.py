@@ -140,6 +140,24 @@ class EngineClient:
         self.in_flight.discard(handle.request_id)
 
 
+class APIKeyMiddleware:
+    """Plain ASGI middleware (no per-chunk cost on streams): every route but /health needs the key."""
+
+    def __init__(self, app, api_key: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/health":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = APIError(401, "missing or wrong API key (send Authorization: Bearer <key>)",
+                                    code="invalid_api_key", error_type="authentication_error").response()
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _sse(payload: dict | str) -> bytes:
     """One server-sent event (orjson: the per-chunk cost matters at 64 streams on a small CPU)."""
     data = payload.encode() if isinstance(payload, str) else orjson.dumps(payload)
@@ -205,14 +223,8 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         return APIError(500, f"internal error: {type(exc).__name__}", code="internal_error",
                         error_type="server_error").response()
 
-    @app.middleware("http")
-    async def _auth(request: Request, call_next: Callable):
-        if settings.api_key and request.url.path != "/health":
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {settings.api_key}".encode()):
-                return APIError(401, "missing or wrong API key (send Authorization: Bearer <key>)",
-                                code="invalid_api_key", error_type="authentication_error").response()
-        return await call_next(request)
+    if settings.api_key:
+        app.add_middleware(APIKeyMiddleware, api_key=settings.api_key)
 
     async def parse(request: Request, model: type[BaseModel]) -> BaseModel:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
