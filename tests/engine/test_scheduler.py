@@ -166,3 +166,10 @@ def test_duplicate_request_id_rejected():
     sched.add(request("a", 1))
     with pytest.raises(ValueError):
         sched.add(request("a", 1))
+
+
+def test_token_ids_span_prompt_and_output():
+    r = request("r", 3)
+    r.output_ids = [10, 11]
+    assert r.token_ids(0, 5) == [1, 2, 3, 10, 11]
+    assert r.token_ids(1, 2) == [2] and r.token_ids(3, 5) == [10, 11] and r.token_ids(2, 4) == [3, 10]

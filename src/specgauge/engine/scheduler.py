@@ -73,10 +73,13 @@ class Request:
         return self.num_tokens - self.num_computed
 
     def token_ids(self, start: int, stop: int) -> list[int]:
+        """Tokens ``start .. stop-1`` of prompt + output (no copy of the whole sequence)."""
         n_prompt = len(self.prompt_ids)
         if stop <= n_prompt:
             return self.prompt_ids[start:stop]
-        return (self.prompt_ids + self.output_ids)[start:stop]
+        if start >= n_prompt:
+            return self.output_ids[start - n_prompt:stop - n_prompt]
+        return self.prompt_ids[start:] + self.output_ids[:stop - n_prompt]
 
 
 @dataclass(frozen=True)
