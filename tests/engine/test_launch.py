@@ -43,3 +43,22 @@ def test_serve_without_a_model_is_one_line_exit_2(tmp_path):
 def test_serve_rejects_bad_flags_in_one_line():
     result = run_cli("serve", "--max-running-requests", "0")
     assert result.returncode == 2 and "must be positive" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cli_import_does_not_import_torch():
+    code = "import sys, specgauge.cli, specgauge.engine.commands, specgauge.engine.launch; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_serve_without_the_engine_extra_names_it():
+    code = (
+        "import importlib.util, sys\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else real(name, *a)\n"
+        "from specgauge.cli import main\n"
+        "main(['serve'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "pip install 'specgauge[engine]'" in result.stderr and "torch" in result.stderr
