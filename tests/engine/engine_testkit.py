@@ -54,10 +54,10 @@ def make_model(tmp_path, **overrides):
     return reference, cached
 
 
-def runner_for(model, num_blocks=64, block_size=4):
-    """A runner with its own fp32 KV pool for ``model``; returns (runner, block manager)."""
+def runner_for(model, num_blocks=64, block_size=4, dtype=torch.float32):
+    """A runner with its own KV pool for ``model``; returns (runner, block manager)."""
     cfg = model.config
     blocks = BlockManager(num_blocks, block_size)
     cache = KVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, cfg.head_size,
-                    torch.float32, "cpu")
+                    dtype, "cpu")
     return ModelRunner(model, cache, blocks), blocks

@@ -80,3 +80,22 @@ def test_prepared_model_still_saves_and_runs_full_forward(tmp_path):
     again = load_model(tmp_path / "again")
     with torch.no_grad():
         torch.testing.assert_close(again(ids)[0], reference(ids)[0])
+
+
+def test_bfloat16_cached_path_tracks_fp32(tmp_path):
+    """bf16 weights (attention computed in fp32 on CPU) stay close to the fp32 reference."""
+    reference, _ = make_model(tmp_path)
+    model = load_model(tmp_path, dtype=torch.bfloat16)
+    model.prepare_for_inference(128)
+    assert model.attention_dtype == torch.float32
+    runner, blocks = runner_for(model, num_blocks=16, dtype=torch.bfloat16)
+    ids = torch.randint(0, 101, (12,)).tolist()
+    request = Request("r", ids, SamplingParams())
+    out, _ = step_logits(runner, blocks, [(request, 0, 8)])
+    more, _ = step_logits(runner, blocks, [(request, 8, 4)])
+    with torch.no_grad():
+        expected = reference(torch.tensor([ids]))[0][0]
+    got = torch.cat([out["r"], more["r"]]).float()
+    assert (got - expected).abs().max() < 0.1 * expected.abs().max()
+    blocks.free("r")
+    blocks.check_integrity()

@@ -236,6 +236,9 @@ class LlamaForCausalLM(nn.Module):
         cos, sin = rope_cos_sin(self.inv_freq, positions)  # (P, D) each, fp32
         dtype = self.model.embed_tokens.weight.dtype
         self._rope_cos, self._rope_sin = cos.to(dtype), sin.to(dtype)
+        # CPU SDPA in bf16/fp16 falls back to a slow kernel (5x the fp32 time): attend in fp32 there.
+        on_cpu = self.model.embed_tokens.weight.device.type == "cpu"
+        self.attention_dtype = torch.float32 if on_cpu else dtype
         self._head_split = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_size)
         # Plain tuples of tensors: the step reads no nn.Module attribute (each costs ~1 µs).
         self._layer_weights = [
@@ -264,6 +267,7 @@ class LlamaForCausalLM(nn.Module):
         """
         n_q, n_kv, d = self._head_split
         gqa = n_q != n_kv
+        attn_dtype = self.attention_dtype
         cos = self._rope_cos[batch.positions].unsqueeze(1)  # (N, 1, D)
         sin = self._rope_sin[batch.positions].unsqueeze(1)  # (N, 1, D)
         x = F.embedding(batch.input_ids, self.model.embed_tokens.weight)  # (N, h)
@@ -287,13 +291,16 @@ class LlamaForCausalLM(nn.Module):
                 if g.fresh:
                     kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
                     vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
-                    o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=g.q_len > 1, enable_gqa=gqa)
+                    o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                       is_causal=g.q_len > 1, enable_gqa=gqa)
                 else:  # gather whole blocks: (B, nb, bs, Hkv, D) → (B, Hkv, Tk, D)
                     kg = k_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
                     vg = v_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
-                    o = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=g.mask, enable_gqa=gqa)
+                    o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                       attn_mask=g.mask, enable_gqa=gqa)
                 outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
             o = outs[0] if len(outs) == 1 else torch.cat(outs)
+            o = o.to(x.dtype)
             x = x + F.linear(o, o_w)
             gate, up = F.linear(self._rms(x, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
             x = x + F.linear(F.silu(gate) * up, down_w)

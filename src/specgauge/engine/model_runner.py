@@ -44,7 +44,7 @@ class ModelRunner:
             group, group_positions, group_slots = build_group(
                 token_start, q_len, [s.start for s in members],
                 [self.blocks.table(s.request.request_id).blocks for s in members],
-                self.blocks.block_size, self.device, self.cache.k.dtype)
+                self.blocks.block_size, self.device, self.model.attention_dtype)
             groups.append(group)
             positions.append(group_positions)
             slots.append(group_slots)
