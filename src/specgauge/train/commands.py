@@ -128,6 +128,25 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
     run_with_progress(corpus_dir, tokenizer_dir, run_dir, shape, config, resume, output)
 
 
+@train_group.command("export")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--tokenizer", "tokenizer_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--which", type=click.Choice(["best", "last"]), default="best", show_default=True)
+def export_command(run_dir: Path, tokenizer_dir: Path, output: Path, which: str) -> None:
+    """Export a run's best (or last) weights as a model directory: config.json, bf16 safetensors, tokenizer."""
+    require_extra("engine", "torch", "safetensors", "tokenizers")
+    from specgauge.train.target import export_target
+
+    needed = run_dir / ("best.pt" if which == "best" else "checkpoint.pt")
+    if not (run_dir / "checkpoint.pt").is_file() or not needed.is_file():
+        raise UserError(f"RUN_DIR: {run_dir} has no {needed.name} and checkpoint.pt")
+    if not (tokenizer_dir / "tokenizer.json").is_file():
+        raise UserError(f"--tokenizer: no tokenizer.json in {tokenizer_dir}")
+    model = export_target(run_dir, tokenizer_dir, output, which)
+    click.echo(f"exported {model.num_parameters():,} parameters to {output}")
+
+
 @train_group.command("eval")
 @click.argument("model_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--corpus", "corpus_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
@@ -135,7 +154,12 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
 @click.option("--max-new-tokens", type=click.IntRange(min=8), default=128, show_default=True)
 @click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
-def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens: int, json_out: Path | None, threads: int) -> None:
+@click.option("--ignore-eos", is_flag=True, help="Always generate --max-new-tokens tokens.")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With it, write MODEL_DIR/TRAINING.md and SHA256SUMS from this run and the evaluation.")
+@click.option("--wall", default="not recorded", help="Wall time of the run, for TRAINING.md.")
+def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens: int, json_out: Path | None, threads: int,
+                 ignore_eos: bool, run_dir: Path | None, wall: str) -> None:
     """Validation loss per source and the distinct-trigram share of greedy continuations."""
     require_extra("engine", "torch", "tokenizers", "safetensors")
     import json
@@ -144,11 +168,23 @@ def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens
 
     if not (model_dir / "config.json").is_file():
         raise UserError(f"MODEL_DIR: no config.json in {model_dir}")
-    report = evaluate_model(model_dir, corpus_dir, prompts_per_source=prompts, max_new_tokens=max_new_tokens, threads=threads)
+    if not (corpus_dir / "validation").is_dir():
+        raise UserError(f"--corpus: {corpus_dir} has no tokenized validation/ split")
+    if run_dir is not None and not (run_dir / "checkpoint.pt").is_file():
+        raise UserError(f"--run-dir: no checkpoint.pt in {run_dir}")
+    report = evaluate_model(model_dir, corpus_dir, prompts_per_source=prompts, max_new_tokens=max_new_tokens,
+                            threads=threads, ignore_eos=ignore_eos)
     for source, row in report["sources"].items():
-        click.echo(f"{source}: val loss {row['val_loss']:.3f}, distinct trigrams {row['distinct_trigram_share']:.3f}")
+        click.echo(f"{source}: val loss {row['val_loss']:.3f}, distinct trigrams {row['distinct_trigram_share']:.3f}, "
+                   f"mean generated {row['mean_generated_tokens']:.1f} tokens")
     if json_out:
         json_out.write_text(json.dumps(report, indent=2) + "\n")
+    if run_dir is not None:
+        from specgauge.train.report import reproduce_commands, run_summary, write_training_report
+
+        summary = run_summary(run_dir, wall)
+        path = write_training_report(model_dir, report, summary, reproduce_commands(summary, model_dir, prompts, max_new_tokens))
+        click.echo(f"wrote {path} and SHA256SUMS")
 
 
 def register(app: click.Group) -> None:

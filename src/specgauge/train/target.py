@@ -228,13 +228,14 @@ class Trainer:
             _atomic_save({"model": self.model.state_dict(), "step": self.state.step, "val": losses}, self.run_dir / "best.pt")
         return losses
 
-    def _request_stop(self, *_: object) -> None:
+    def request_stop(self, *_: object) -> None:
+        """Stop after the current step (checkpointing first); also the SIGTERM/SIGINT handler."""
         self._stop = True
 
     def run(self, on_step: Callable[[int, float, float], None] | None = None,
             on_eval: Callable[[int, dict], None] | None = None) -> TrainState:
         """Train until ``max_steps``, the ``minutes`` budget, or SIGTERM/SIGINT (then checkpoint and return)."""
-        previous = {sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGTERM, signal.SIGINT)} \
+        previous = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)} \
             if _in_main_thread() else {}
         self.model.train()
         last_checkpoint = time.monotonic()
