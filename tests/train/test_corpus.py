@@ -38,10 +38,21 @@ def test_conversations_have_the_chat_shape(tiny_corpus):
             roles = [m["role"] for m in sample.messages]
             assert roles[-1] == "assistant" and "user" in roles
             assert all(m["content"].strip() for m in sample.messages)
-    agentic = tiny_corpus["samples"]["agentic_tools"]["train"][0].messages
-    call = json.loads(agentic[2]["content"].split("\n", 1)[1])  # assistant: reason, then the JSON call
-    assert set(call) == {"name", "arguments"} and agentic[3]["role"] == "tool"
-    json.loads(agentic[3]["content"])  # the tool result is JSON
+
+
+def test_agentic_transcripts_call_listed_tools_with_json(tiny_corpus):
+    from specgauge.train.agentic import TOOL_SPECS
+
+    for sample in tiny_corpus["samples"]["agentic_tools"]["train"]:
+        messages = sample.messages
+        assert messages[0]["role"] == "system" and messages[1]["role"] == "user"
+        listed = {tool["name"] for tool in json.loads(messages[0]["content"].split("Tools:\n", 1)[1])}
+        for turn, following in zip(messages[2:], messages[3:]):
+            if turn["role"] == "assistant" and following["role"] == "tool":
+                call = json.loads(turn["content"].split("\n", 1)[1])  # a reason line, then the JSON call
+                assert set(call) == {"name", "arguments"} and call["name"] in listed & set(TOOL_SPECS)
+                assert isinstance(json.loads(following["content"]), dict)  # the tool result is JSON
+        assert messages[-1]["role"] == "assistant" and not messages[-1]["content"].lstrip().startswith("{")
 
 
 def test_stored_layout_and_meta(tiny_corpus):
