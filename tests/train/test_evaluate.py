@@ -42,13 +42,14 @@ def test_evaluate_reports_loss_and_repetition_per_source(tiny_corpus, tiny_model
         assert len(row["samples"]) == 2 and row["samples"][0]["continuation"]
 
 
-def test_greedy_continuation_is_the_argmax_chain(tiny_corpus, tiny_model_dir, tiny_tokenizer):
+def test_cached_greedy_continuation_is_the_argmax_chain_of_the_full_forward(tiny_corpus, tiny_model_dir, tiny_tokenizer):
     from specgauge.engine.model import load_model
 
     model = load_model(tiny_model_dir / "model")
     prompt = prompt_ids(tiny_tokenizer, [{"role": "user", "content": "Explain lists."}])
     assert prompt[-2:] == [tiny_tokenizer.token_to_id("<|assistant|>"), tiny_tokenizer.encode("\n").ids[0]]
-    tokens = greedy_continuation(model, prompt, 6, stop_ids=set())
+    tokens = greedy_continuation(model, prompt, 6, stop_ids=set())  # KV-cached decoding
+    assert len(tokens) == 6
     ids = prompt + tokens
     with torch.no_grad():
         logits, _ = model(torch.tensor([ids[:-1]]))  # (1, T, V)
