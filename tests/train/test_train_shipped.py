@@ -47,3 +47,19 @@ def test_checksum_mismatch_is_reported(tmp_path):
     assert verify_checksums(tmp_path) == []
     (tmp_path / "a.txt").write_text("two")
     assert verify_checksums(tmp_path) == ["a.txt"]
+
+
+@shipped
+def test_transformers_loads_the_shipped_directory_with_the_same_logits():
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    from specgauge.engine.model import load_model
+
+    ours = load_model(TARGET_DIR)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(str(TARGET_DIR), torch_dtype=torch.float32).eval()
+    ids = torch.tensor([[0, 3, 200, 201, 202, 6, 4]])  # (1, T)
+    with torch.no_grad():
+        expected = theirs(ids).logits
+        logits, _ = ours(ids)
+    torch.testing.assert_close(logits, expected, atol=1e-4, rtol=1e-4)
