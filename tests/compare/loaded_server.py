@@ -33,10 +33,10 @@ class LoadedServer(ScriptedServer):
 
 def crossing_pair() -> tuple[LoadedServer, LoadedServer]:
     """A baseline (1 token per step, fast step) and a 'speculative' server (about 2.7 tokens per
-    step, a step whose cost grows 4x faster with load): speculation wins alone, loses at ~8+."""
-    baseline = LoadedServer(Script(ttft_s=0.004, chunk_delay_s=0.002, num_chunks=24, num_chunks_jitter=6),
-                            per_request_s=0.0002)
+    step, a step whose cost grows 12x faster with load): speculation wins alone, loses from ~4-8 on."""
+    baseline = LoadedServer(Script(ttft_s=0.004, chunk_delay_s=0.003, num_chunks=24, num_chunks_jitter=6),
+                            per_request_s=0.0001)
     speculative = LoadedServer(Script(ttft_s=0.005, chunk_delay_s=0.004, num_chunks=9, num_chunks_jitter=2,
                                       tokens_per_chunk=(3, 2, 3), sglang_meta={"spec_accept_length": 2.67}),
-                               per_request_s=0.0016)
+                               per_request_s=0.0012)
     return baseline, speculative
