@@ -28,6 +28,7 @@ NEUTRAL_COLOUR = "#555555"
 CROSSOVER_COLOUR = "#b02a37"
 PERCENTILE_STYLES = (("p50", "-", "o"), ("p90", "--", "^"), ("p99", ":", "v"))
 FIGSIZE_IN = (7.2, 4.0)
+MIN_CHUNKS_PER_POSITION_BIN = 5   # a position bin with fewer chunks is too noisy to draw
 PNG_DPI = 150
 
 STYLE: dict[str, Any] = {
@@ -231,18 +232,19 @@ def _accept_by_domain(data: ReportData) -> Plot:
 
 def _tokens_per_chunk(data: ReportData) -> Plot:
     name, title = "tokens_per_chunk", "Tokens per streamed chunk (decode steps)"
-    arms = [a for a in data.arms if a.chunk_token_counts]
+    arms = [a for a in data.arms if a.chunk_histogram]
     if not arms:
         sources = ", ".join(sorted({a.token_count_source or "none" for a in data.arms}))
         return _no_data(name, title, f"token counts per chunk were not measured (source: {sources}); "
                                      "use an API that reports them or pass --tokenizer")
     arms.sort(key=lambda a: a.role != "speculative")     # speculative first, baseline for contrast
     figure, axes = _figure()
-    sizes = sorted({t for a in arms for t in a.chunk_token_counts})
+    counts = {arm.label: {b.tokens: b.count for b in arm.chunk_histogram} for arm in arms}
+    sizes = sorted({t for c in counts.values() for t in c})
     width = 0.8 / len(arms)
     for i, arm in enumerate(arms):
-        total = sum(arm.chunk_token_counts.values())
-        shares = [100.0 * arm.chunk_token_counts.get(t, 0) / total for t in sizes]
+        total = sum(counts[arm.label].values())
+        shares = [100.0 * counts[arm.label].get(t, 0) / total for t in sizes]
         offset = (i - (len(arms) - 1) / 2) * width
         axes.bar([t + offset for t in sizes], shares, width=width, color=arm_colour(arm),
                  label=f"{arm.label} ({total:,} chunks)", alpha=1.0 if i == 0 else 0.75)
@@ -258,18 +260,22 @@ def _tokens_per_chunk(data: ReportData) -> Plot:
 
 def _accept_by_position(data: ReportData) -> Plot:
     name, title = "accept_by_position", "Acceptance vs output position"
-    arms = [a for a in data.arms if a.accept_by_position]
+    shown = {a.label: [b for b in a.accept_by_position if b.chunks >= MIN_CHUNKS_PER_POSITION_BIN]
+             for a in data.arms}
+    arms = [a for a in data.arms if shown[a.label]]
     if not arms:
         return _no_data(name, title, "token counts per chunk were not measured, or outputs were too short "
                                      "for one position bin")
     arms.sort(key=lambda a: a.role != "speculative")
     figure, axes = _figure()
     for arm in arms:
-        bins = arm.accept_by_position
-        axes.plot([b.start + b.width / 2 for b in bins], [b.mean_tokens_per_chunk for b in bins],
+        bins = shown[arm.label]
+        axes.plot([(b.start + b.end) / 2 for b in bins], [b.tokens_per_chunk for b in bins],
                   marker="o", markersize=4, color=arm_colour(arm), label=arm.label)
     axes.axhline(1.0, color=NEUTRAL_COLOUR, linestyle="--", linewidth=1.0)
-    axes.set_xlabel(f"output position (tokens; bins of {arms[0].accept_by_position[0].width})")
+    first = shown[arms[0].label][0]
+    axes.set_xlabel(f"output position (tokens; bins of {first.end - first.start}, "
+                    f"each with ≥ {MIN_CHUNKS_PER_POSITION_BIN} chunks)")
     axes.set_ylabel("mean tokens per decode chunk")
     axes.set_ylim(bottom=0)
     axes.set_xlim(left=0)

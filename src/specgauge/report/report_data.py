@@ -4,29 +4,28 @@ A report has one arm (``specgauge report BENCH_RUN_ID``: a plain ``bench`` run) 
 comparison: baseline first, speculative second). Plots, the HTML page and the terminal table all
 read a :class:`ReportData`; nothing in them touches the store.
 
-Per-arm figures that the comparison result does not carry (they need the stored requests):
+For one bench run the per-arm figures are computed here from the stored requests, with the same
+functions the comparison uses (:mod:`specgauge.analysis.health`):
 
-- **tokens per chunk**: the tokens each content chunk carried, over every successful request of
-  the run, *without* each request's first chunk (that one comes out of prefill, not a verify step).
-  Under speculation one chunk is one verify step, so the histogram is the distribution of
-  acceptance lengths as the client saw them. Only meaningful when the counts were measured
-  (token count source ``server`` or ``tokenizer``), so it is left empty otherwise.
-- **acceptance by domain**: the mean of :func:`specgauge.analysis.definitions.accept_length`
-  per request, by prompt domain; when the server reported none, the mean tokens per decode chunk
-  (measured counts only), and ``accept_source`` says which.
-- **acceptance vs output position**: mean tokens per decode chunk in bins of the output position
-  (the index of the chunk's first token in the output); a falling curve means the drafter does
-  worse as the text goes on.
+- **tokens per chunk**: the tokens each content chunk carried, each request's first chunk left
+  out (it ends the prefill). Under speculation one chunk is one verify step, so this is the
+  distribution of acceptance lengths as the client saw them. Only requests whose counts were
+  measured (token count source ``server`` or ``tokenizer``) count.
+- **acceptance by domain**: the server-reported per-request acceptance length, by prompt domain;
+  when the server reported none, the mean tokens per decode chunk (measured counts only);
+  ``accept_source`` says which.
+- **acceptance vs output position**: mean tokens per decode chunk in bins of output position.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from specgauge.analysis import definitions
+from specgauge.analysis.health import acceptance_by_position, chunk_histogram, mean_accept_length, mean_tokens_per_chunk
 from specgauge.client.records import RequestRecord, TokenCountSource
+from specgauge.compare.model import HistogramBin, PositionBin
 from specgauge.report.export import point_document
 from specgauge.store import PointRow, RunRow, Store
 
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
     from specgauge.compare.model import CompareResult
 
 MEASURED_SOURCES = frozenset({TokenCountSource.SERVER.value, TokenCountSource.TOKENIZER.value})
-POSITION_BIN_TOKENS = 16          # width of one acceptance-vs-position bin, in output tokens
-MIN_CHUNKS_PER_POSITION_BIN = 5   # fewer chunks than this in a bin: the bin is not shown
 
 ArmRole = Literal["baseline", "speculative", "run"]
 AcceptSource = Literal["server", "tokens_per_chunk"]
@@ -68,16 +65,6 @@ class DomainAccept:
 
 
 @dataclass(frozen=True)
-class PositionBin:
-    """Mean tokens per decode chunk for chunks starting at output positions [start, start + width)."""
-
-    start: int
-    width: int
-    mean_tokens_per_chunk: float
-    num_chunks: int
-
-
-@dataclass(frozen=True)
 class ArmData:
     """Everything a report shows about one arm (one stored bench run)."""
 
@@ -90,7 +77,7 @@ class ArmData:
     points: tuple[ArmPoint, ...]                   # closed-loop points, by concurrency
     open_loop_points: int                          # rate points: in the tables of `show`, not plotted
     token_count_source: str | None                 # one source, "mixed", or None
-    chunk_token_counts: dict[int, int]             # tokens per decode chunk -> how many chunks
+    chunk_histogram: tuple[HistogramBin, ...]      # tokens per decode chunk -> how many chunks
     accept_by_domain: tuple[DomainAccept, ...]
     accept_source: AcceptSource | None
     accept_by_position: tuple[PositionBin, ...]
@@ -137,41 +124,28 @@ def _point(point: PointRow) -> ArmPoint | None:
                     flag_reason=doc["flag_reason"])
 
 
-def _decode_chunks(record: RequestRecord) -> Iterable[tuple[int, int]]:
-    """(output position of the chunk's first token, tokens in the chunk) for every chunk but the first."""
-    position = record.chunk_tokens[0] if record.chunk_tokens else 0
-    for tokens in record.chunk_tokens[1:]:
-        if tokens > 0:
-            yield position, tokens
-        position += tokens
-
-
-def _position_bins(chunks: list[tuple[int, int]]) -> tuple[PositionBin, ...]:
-    sums: dict[int, list[int]] = defaultdict(list)
-    for position, tokens in chunks:
-        sums[position // POSITION_BIN_TOKENS].append(tokens)
-    return tuple(PositionBin(start=b * POSITION_BIN_TOKENS, width=POSITION_BIN_TOKENS,
-                             mean_tokens_per_chunk=sum(v) / len(v), num_chunks=len(v))
-                 for b, v in sorted(sums.items()) if len(v) >= MIN_CHUNKS_PER_POSITION_BIN)
-
-
-def _accept_by_domain(records: list[RequestRecord], measured_counts: bool
+def _accept_by_domain(records: list[RequestRecord], measured: list[RequestRecord]
                       ) -> tuple[tuple[DomainAccept, ...], AcceptSource | None]:
-    by_domain: dict[str, list[float]] = defaultdict(list)
-    for record in records:
-        value = definitions.accept_length(record)
-        if value is not None:
-            by_domain[record.domain].append(value)
-    source: AcceptSource | None = "server" if by_domain else None
-    if not by_domain and measured_counts:
-        for record in records:
-            tokens = [t for _, t in _decode_chunks(record)]
-            if tokens:
-                by_domain[record.domain].append(sum(tokens) / len(tokens))
-        source = "tokens_per_chunk" if by_domain else None
-    rows = tuple(DomainAccept(domain=d, accept_length=sum(v) / len(v), num_requests=len(v))
-                 for d, v in sorted(by_domain.items()))
-    return rows, source
+    """Server-reported acceptance per domain; else mean tokens per decode chunk when every request
+    had measured token counts."""
+    def per_domain(items: list[RequestRecord], statistic) -> tuple[DomainAccept, ...]:
+        domains = sorted({r.domain for r in items})
+        rows = []
+        for domain in domains:
+            chosen = [r for r in items if r.domain == domain]
+            value = statistic(chosen)
+            if value is not None:
+                rows.append(DomainAccept(domain=domain, accept_length=value, num_requests=len(chosen)))
+        return tuple(rows)
+
+    reported = per_domain(records, mean_accept_length)
+    if reported:
+        return reported, "server"
+    if measured and len(measured) == len(records):
+        counted = per_domain(measured, mean_tokens_per_chunk)
+        if counted:
+            return counted, "tokens_per_chunk"
+    return (), None
 
 
 def describe_run(run: RunRow) -> str:
@@ -190,16 +164,14 @@ def arm_from_store(store: Store, run_id: int, *, role: ArmRole = "run", label: s
     sources = Counter(r.token_count_source.value for r in records)
     token_source = (next(iter(sources)) if len(sources) == 1 else "mixed") if sources else None
     measured = [r for r in records if r.token_count_source.value in MEASURED_SOURCES]
-    chunks = [c for r in measured for c in _decode_chunks(r)]
-    accept_rows, accept_source = _accept_by_domain(records, measured_counts=len(measured) == len(records) > 0)
+    accept_rows, accept_source = _accept_by_domain(records, measured)
     return ArmData(
         role=role, label=label or f"run {run_id}", description=description or describe_run(run),
         run_ids=(run_id,), url=run.url, model=run.model, points=tuple(points),
         open_loop_points=sum(p.spec.get("mode") == "open" for p in stored_points),
         token_count_source=token_source,
-        chunk_token_counts=dict(sorted(Counter(t for _, t in chunks).items())),
-        accept_by_domain=accept_rows, accept_source=accept_source,
-        accept_by_position=_position_bins(chunks),
+        chunk_histogram=chunk_histogram(measured), accept_by_domain=accept_rows, accept_source=accept_source,
+        accept_by_position=acceptance_by_position(measured),
     )
 
 
@@ -230,22 +202,19 @@ def _compare_arm(result: "CompareResult", role: Literal["baseline", "speculative
             ttft_ms=figures.ttft_ms.model_dump(), tpot_ms=figures.tpot_ms.model_dump(),
             accept_length=figures.accept_length, num_ok=figures.num_ok, num_errors=figures.num_errors,
             flagged=False, flag_reason=None))
-    histogram = {b.tokens: b.count for b in result.tokens_per_chunk.get(role, ())}
     by_domain: tuple[DomainAccept, ...] = ()
     by_position: tuple[PositionBin, ...] = ()
     if role == "speculative":
         by_domain = tuple(DomainAccept(domain=d.domain, accept_length=d.accept_length,
                                        num_requests=d.speculative.num_ok)
                           for d in result.single_stream if d.accept_length is not None)
-        by_position = tuple(PositionBin(start=b.start, width=b.end - b.start,
-                                        mean_tokens_per_chunk=b.tokens_per_chunk, num_chunks=b.chunks)
-                            for b in result.acceptance_by_position)
+        by_position = tuple(result.acceptance_by_position)
     runs = tuple(run_id for stage in result.stages for run_id in getattr(stage, f"{role}_run_ids"))
     label = "baseline" if role == "baseline" else result.speculative_label
     return ArmData(role=role, label=label, description=description.description, run_ids=runs,
                    url=description.url, model=description.model, points=tuple(points), open_loop_points=0,
-                   token_count_source=None,
-                   chunk_token_counts=dict(sorted(histogram.items())), accept_by_domain=by_domain,
+                   token_count_source=None, chunk_histogram=tuple(result.tokens_per_chunk.get(role, ())),
+                   accept_by_domain=by_domain,
                    accept_source="server" if by_domain else None, accept_by_position=by_position)
 
 
