@@ -72,21 +72,25 @@ def _interval(low: float | None, high: float | None, fmt: str = "{:.2f}") -> str
     return f" [{'?' if low is None else fmt.format(low)}, {'beyond the tested range' if high is None else fmt.format(high)}]"
 
 
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def verdict_lines(label: str, single_stream: Sequence[SingleStreamDomain], sweep: Sequence[SweepPoint],
                   crossover: Crossover) -> tuple[str, ...]:
     """Plain-words summary: single-stream speedup per domain, the crossover, the cost at the top."""
     lines: list[str] = []
-    parts = []
-    for d in single_stream:
-        if d.speedup is None:
-            parts.append(f"{d.domain}: no figure")
-            continue
-        verb = "speeds up" if d.speedup >= 1 else "slows down"
-        factor = d.speedup if d.speedup >= 1 else 1 / d.speedup
-        parts.append(f"{verb} single-stream {d.domain} {factor:.2f}x{_interval(d.ci_low, d.ci_high)}"
-                     + ("" if d.speedup >= 1 else " (speculative/baseline " + f"{d.speedup:.2f})"))
-    if parts:
-        lines.append(f"{label} " + "; ".join(parts) + ".")
+    faster = [f"{d.domain} {d.speedup:.2f}x{_interval(d.ci_low, d.ci_high)}"
+              for d in single_stream if d.speedup is not None and d.speedup >= 1]
+    slower = [f"{d.domain} {1 / d.speedup:.2f}x (ratio {d.speedup:.2f}{_interval(d.ci_low, d.ci_high)})"
+              for d in single_stream if d.speedup is not None and d.speedup < 1]
+    clauses = []
+    if faster:
+        clauses.append("speeds up single-stream " + _and(faster))
+    if slower:
+        clauses.append(("slows down single-stream " if not faster else "slows down ") + _and(slower))
+    if clauses:
+        lines.append(f"{label} " + "; ".join(clauses) + ".")
     usable = [p for p in sweep if p.ratio is not None]
     if crossover.kind == "crosses":
         lines.append(f"The baseline overtakes {label} at ≈ {crossover.concurrency:.1f} concurrent requests"

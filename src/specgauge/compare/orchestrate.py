@@ -16,11 +16,11 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Iterator
 
-from specgauge import __version__
 from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
 from specgauge.compare.model import (ArmDescription, CompareResult, CompareSettings, StageRuns, SuiteInfo)
 from specgauge.compare.plan import ComparePlan, Stage
+from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, close_run, open_run, run_point_at
 from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import Store
@@ -69,13 +69,26 @@ def _arms_up(specs: list[ArmSpec], plan: ComparePlan, log_dir: Path | None) -> I
     with contextlib.ExitStack() as stack:
         urls = {}
         for spec in specs:
-            if spec.launched:
+            if spec.kind == "engine":
+                urls[spec.name] = stack.enter_context(_engine(spec, plan)).url
+            elif spec.launched:
                 server = stack.enter_context(LaunchedServer(spec, start_timeout_s=plan.start_timeout_s,
                                                             log_dir=log_dir))
                 urls[spec.name] = server.url
             else:
                 urls[spec.name] = spec.value
         yield urls
+
+
+def _engine(spec: ArmSpec, plan: ComparePlan):
+    """The embedded engine of an ``engine`` arm (``specgauge serve ARGS``), not yet started."""
+    import shlex
+
+    try:
+        from specgauge.engine.launch import EngineProcess
+    except ImportError:
+        raise UserError(f"--{spec.name}-engine: the embedded engine is not part of this build") from None
+    return EngineProcess(shlex.split(spec.value), start_timeout=plan.start_timeout_s)
 
 
 async def _run_all_points(run: OpenRun) -> None:
@@ -180,10 +193,8 @@ def result_of_comparison(store: Store, comparison_id: int) -> CompareResult:
     """The stored result of a finished comparison (``specgauge report`` renders it)."""
     row = store.get_comparison(comparison_id)
     if row.result is None:
-        from specgauge.errors import UserError
         raise UserError(f"comparison {comparison_id} is {row.status}, it has no result"
                         + (f" ({row.error})" if row.error else ""))
     return CompareResult.model_validate(row.result)
 
 
-__all__ = ["run_comparison", "result_of_comparison", "analyse", "StageProgress", "__version__"]

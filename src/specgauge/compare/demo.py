@@ -1,0 +1,87 @@
+"""``specgauge demo``: speculation off vs EAGLE-3 on the embedded engine and the shipped models.
+
+Single stream on the ``coding`` and ``encyclopedic`` suites, then a concurrency sweep reaching far
+enough to show where the baseline overtakes speculation; the verdict, ``report.html`` and
+``verdict.json``. Sized to finish in a few minutes on a 2-core CPU (docs/compare.md has the
+measured time). Nothing is faked: when this build has no EAGLE-3 arm (no drafter shipped, or
+``serve`` has no ``--speculative-algorithm EAGLE3``), the demo says so and stops.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from specgauge.compare.model import CompareResult
+from specgauge.compare.plan import ArmConfig, ComparePlan
+from specgauge.errors import UserError
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+TARGET_DIR = ASSETS / "target"
+SPECULATIVE_ALGORITHM = "EAGLE3"
+
+
+def serve_help() -> str:
+    """``specgauge serve --help`` of this build ('' when the command is missing)."""
+    done = subprocess.run([sys.executable, "-m", "specgauge", "serve", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def speculative_arm_missing() -> str | None:
+    """Why this build cannot run the EAGLE-3 arm, or None when it can."""
+    if importlib.util.find_spec("specgauge.engine.launch") is None:
+        return "the embedded engine is not part of this build"
+    if not (TARGET_DIR / "config.json").exists():
+        return f"the shipped target model is missing ({TARGET_DIR})"
+    text = serve_help()
+    if not text:
+        return "'specgauge serve' is not available (install the engine extra: pip install 'specgauge[engine]')"
+    if SPECULATIVE_ALGORITHM not in text:
+        return (f"'specgauge serve --help' lists no --speculative-algorithm {SPECULATIVE_ALGORITHM}: "
+                f"EAGLE-3 speculation has not landed in this build yet")
+    return None
+
+
+def demo_plan(*, quick: bool = False) -> ComparePlan:
+    """The demo's comparison: the same engine with speculation off and with EAGLE-3."""
+    return ComparePlan(
+        baseline=ArmConfig(name="baseline", kind="engine", value="--speculative-algorithm NONE"),
+        speculative=ArmConfig(name="speculative", kind="engine", value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
+        api="openai-chat", domains=("coding", "encyclopedic"),
+        concurrency=(1, 4, 16) if quick else (1, 4, 16, 64),
+        num_requests_single=3 if quick else 6, num_requests_sweep=16 if quick else 64,
+        max_tokens=32 if quick else 64, warmup=1, seed=0, temperature=0.0, label="EAGLE-3",
+        bootstrap_resamples=1000)
+
+
+def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False) -> CompareResult:
+    """Run the demo into ``output_dir`` (its store: ``output_dir/specgauge.db`` unless ``db``)."""
+    from rich.console import Console
+
+    from specgauge.compare.orchestrate import run_comparison
+    from specgauge.load.runner import run_async
+    from specgauge.report.terminal import RichProgress
+    from specgauge.store import Store
+
+    console = Console(stderr=True)
+    missing = speculative_arm_missing()
+    if missing:
+        raise UserError(f"demo: the speculative arm is not available yet: {missing}; the demo will not fake one")
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
+    plan = demo_plan(quick=quick)
+    console.print(f"[bold]specgauge demo[/]: speculation off vs {plan.label} on the embedded engine "
+                  f"({TARGET_DIR.name}); single stream on {', '.join(plan.domains)}, sweep "
+                  f"{', '.join(map(str, plan.concurrency))}")
+    progress = RichProgress(console)
+
+    async def work() -> CompareResult:
+        with Store.open(db or output_dir / "specgauge.db") as store:
+            return await run_comparison(plan, store, progress, on_stage=lambda text: console.print(f"[bold]{text}"))
+
+    return run_async(work())
