@@ -15,7 +15,7 @@ CONCURRENCIES = (1, 4, 16, 64)
 DOMAINS = ("coding", "encyclopedic")
 
 
-def _record(index: int, concurrency: int, domain: str) -> RequestRecord:
+def _record(index: int, concurrency: int, domain: str, token_source: TokenCountSource) -> RequestRecord:
     """A speculative-looking stream: chunks of 1-4 tokens, slower steps at higher concurrency."""
     send = index * 200 * MS
     step_ms = 10 + concurrency + index % 3                           # request-to-request spread
@@ -25,19 +25,22 @@ def _record(index: int, concurrency: int, domain: str) -> RequestRecord:
     return RequestRecord(request_index=index, prompt_index=index % 5, domain=domain, api="sglang",
                          t_send_ns=send, t_headers_ns=send + 2 * MS, t_end_ns=times[-1] + MS,
                          chunk_times_ns=times, chunk_tokens=tokens, output_tokens=sum(tokens),
-                         token_count_source=TokenCountSource.SERVER, finish_reason="length",
-                         status_code=200, spec_verify_ct=len(tokens))
+                         token_count_source=token_source, finish_reason="length", status_code=200,
+                         spec_verify_ct=len(tokens) if token_source == TokenCountSource.SERVER else None)
 
 
-def stored_bench_run(db: Path, *, concurrencies=CONCURRENCIES, requests_per_point: int = 12) -> int:
-    """A finished closed-loop sweep in a real store at ``db``; returns its run id."""
+def stored_bench_run(db: Path, *, concurrencies=CONCURRENCIES, requests_per_point: int = 12,
+                     token_source: str = "server") -> int:
+    """A finished closed-loop sweep in a real store at ``db``; returns its run id. With
+    ``token_source="chunks"`` the records look like a server that reports no counts per chunk."""
+    source = TokenCountSource(token_source)
     with Store.open(db) as store:
         run_id = store.create_run(tool_version="0.1.0", host="test-host", url="http://127.0.0.1:30000",
                                   api="sglang", model="tiny-llama", config={"concurrency": list(concurrencies)},
                                   suite_name="smoke", suite_version=1, suite_hash="ab" * 32)
         specs = [{"mode": "closed", "concurrency": c, "num_requests": requests_per_point} for c in concurrencies]
         for point_id, concurrency in zip(store.add_points(run_id, specs), concurrencies):
-            records = [_record(i, concurrency, DOMAINS[i % 2]) for i in range(requests_per_point)]
+            records = [_record(i, concurrency, DOMAINS[i % 2], source) for i in range(requests_per_point)]
             for record in records:
                 store.add_request(point_id, record)
             window = [0, requests_per_point * 200 * MS // concurrency + 400 * MS]

@@ -17,7 +17,8 @@ from specgauge.errors import UserError
 from specgauge.report.formatting import number, ratio_outcome, ratio_with_ci
 from specgauge.report.plots import Plot, arm_colour, build_plots, plot_svg, save_png
 from specgauge.report.report_data import ArmData, ReportData, report_from_compare
-from specgauge.report.report_text import DEFINITIONS_SOURCE, crossover_sentence, headline, metric_definitions
+from specgauge.report.report_text import (DEFINITIONS_SOURCE, crossover_sentence, headline, metric_definitions,
+                                          recommendation_sentence)
 
 if TYPE_CHECKING:
     from specgauge.compare.model import CompareResult
@@ -152,8 +153,8 @@ def _setting_block(title: str, code: str, note: str) -> str:
 
 def _verdict_section(data: ReportData) -> str:
     lines = "".join(f"<p>{escape(line)}</p>" for line in headline(data))
-    extra = f"Recommendation: {data.comparison.recommendation.rule}." if data.comparison is not None else None
-    sub = f'<p class="sub">{escape(extra)}</p>' if extra else ""
+    extra = recommendation_sentence(data)
+    sub = f'<p class="sub">Recommendation: {escape(extra)}</p>' if extra else ""
     return f'<section id="verdict" class="verdict">{lines}{sub}</section>'
 
 
@@ -205,10 +206,11 @@ def _recommendation_section(data: ReportData) -> str:
     recommendation = result.recommendation
     blocks = "".join(_setting_block(SERVER_NAMES.get(s.server, s.server), s.setting, s.note)
                      for s in recommendation.settings)
-    threshold = "none (keep speculation on)" if recommendation.disable_above is None else \
+    threshold = "null (keep speculation on)" if recommendation.disable_above is None else \
         str(recommendation.disable_above)
-    body = (f"<p><strong>{escape(recommendation.rule)}</strong></p><p class=\"note\">recommended_disable_above: "
-            f"{escape(threshold)}</p>")
+    body = (f"<p><strong>{escape(recommendation_sentence(data) or '')}</strong> "
+            f"<code>recommended_disable_above = {escape(threshold)}</code></p>"
+            f'<p class="note">Rule: {escape(recommendation.rule)}.</p>')
     if blocks:
         body += f'<div class="settings">{blocks}</div>'
     verification = result.verification

@@ -186,7 +186,7 @@ def _latency(data: ReportData, metric: str, name: str, title: str, unit_label: s
     _concurrency_axis(axes, [p.concurrency for a in arms for p in a.points])
     _maybe_log_y(axes, values)
     if axes.get_yscale() == "linear":
-        axes.set_ylim(bottom=0)
+        axes.set_ylim(0, max(values) * 1.45)   # headroom: the legend sits above the curves
     axes.set_ylabel(unit_label)
     axes.set_title(title)
     axes.legend(ncols=len(arms))
@@ -252,9 +252,11 @@ def _tokens_per_chunk(data: ReportData) -> Plot:
     axes.xaxis.grid(False)
     axes.set_xlabel("tokens in one chunk (one verify step under speculation)")
     axes.set_ylabel("share of chunks (%)")
-    axes.set_ylim(0, axes.get_ylim()[1] * 1.15)    # room for the legend above the bars
+    highest = max(100.0 * b.count / sum(c.count for c in arm.chunk_histogram)
+                  for arm in arms for b in arm.chunk_histogram)
+    axes.set_ylim(0, 105 if highest > 70 else highest * 1.35)
     axes.set_title(title)
-    axes.legend(loc="upper right")
+    axes.legend(loc="best")
     return Plot(name, title, figure)
 
 
@@ -280,7 +282,7 @@ def _accept_by_position(data: ReportData) -> Plot:
     axes.set_ylim(bottom=0)
     axes.set_xlim(left=0)
     axes.set_title(title)
-    axes.legend()
+    axes.legend(loc="lower right")     # curves sit above 1 token per chunk; the bottom is free
     return Plot(name, title, figure)
 
 

@@ -46,6 +46,18 @@ def crossover_sentence(data: ReportData) -> str | None:
     return "Too few sweep points to place a crossover."
 
 
+def recommendation_sentence(data: ReportData) -> str | None:
+    """The threshold as one instruction (``None`` for a one-arm report)."""
+    if data.comparison is None:
+        return None
+    threshold = data.comparison.recommendation.disable_above
+    if threshold is None:
+        return "Keep speculation on: it pays at every tested concurrency."
+    if threshold == 0:
+        return "Switch speculation off: it does not pay at any tested concurrency."
+    return f"Disable speculation above {threshold} concurrent requests."
+
+
 def headline(data: ReportData) -> list[str]:
     """The lines at the top of the report: the verdict, or for one run its main figures."""
     if data.comparison is not None:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from specgauge.report.formatting import number, ratio_outcome, ratio_with_ci
 from specgauge.report.report_data import ReportData
-from specgauge.report.report_text import crossover_sentence, headline
+from specgauge.report.report_text import crossover_sentence, headline, recommendation_sentence
 
 OUTCOME_STYLES = {"better": "bold green", "worse": "bold red", "unclear": ""}
 
@@ -52,11 +52,8 @@ def verdict_renderable(data: ReportData) -> Group:
         return Group(*[Text(line, style="bold") for line in headline(data)])
     parts: list = [single_stream_table(data), sweep_table(data)]
     parts += [Text(line, style="bold") for line in headline(data)]
-    crossover = crossover_sentence(data)
-    if crossover:
-        parts.append(Text(f"crossover: {crossover}"))
-    recommendation = data.comparison.recommendation
-    parts.append(Text(f"recommendation: {recommendation.rule}", style="bold cyan"))
-    for setting in recommendation.settings:
+    parts.append(Text(f"crossover: {crossover_sentence(data)}"))
+    parts.append(Text(f"recommendation: {recommendation_sentence(data)}", style="bold cyan"))
+    for setting in data.comparison.recommendation.settings:
         parts.append(Text(f"  {setting.server}: {setting.setting}"))
     return Group(*parts)
