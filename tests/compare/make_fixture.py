@@ -1,6 +1,6 @@
 """Regenerate ``fixtures/compare_result.json`` from a real comparison of two loaded scripted servers.
 
-    PYTHONPATH=src:tests python tests/compare/make_fixture.py
+    PYTHONPATH=src python tests/compare/make_fixture.py
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from specgauge.compare.plan import ArmConfig, ComparePlan
 from specgauge.load.runner import run_async
 from specgauge.store import Store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from compare.loaded_server import crossing_pair  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loaded_server import crossing_pair  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "compare_result.json"
 

@@ -143,5 +143,7 @@ class LaunchedServer:
     def __enter__(self) -> "LaunchedServer":
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type, *exc: object) -> None:
         self.stop()
+        if exc_type is None:   # a clean run: the log is of no further use
+            self.log_path.unlink(missing_ok=True)
