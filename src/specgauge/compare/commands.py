@@ -117,6 +117,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
                                                         "and exit 1 on a significant regression")
 @click.option("--allow-suite-change", is_flag=True, help="with --against-baseline: compare even if the suite changed")
 @click.option("--allow-server-change", is_flag=True, help="with --against-baseline: compare across server fingerprints")
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.03, show_default=True,
+              help="with --against-baseline: a regression must also be at least this far below 1")
 @click.option("--output-json", metavar="FILE", help="write verdict.json here ('-' for stdout)")
 @click.option("--output-dir", metavar="DIR", help="write report.html, plots and verdict.json here")
 @click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
@@ -195,7 +197,8 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
             return await run_against_baseline(
                 store, options["against_baseline"], arms[0].spec(), allow_suite_change=options["allow_suite_change"],
                 allow_server_change=options["allow_server_change"], api_key=api_key, progress=RichProgress(),
-                start_timeout_s=options["start_timeout"], seed=options["seed"], resamples=options["resamples"])
+                start_timeout_s=options["start_timeout"], seed=options["seed"], resamples=options["resamples"],
+                min_effect=options["min_effect"])
 
         report = run_async(work())
     _print_regressions(report)

@@ -3,8 +3,10 @@
 ``compare --against-baseline NAME`` re-runs the baseline run's exact settings (suite, points,
 seed, max_tokens, temperature) against the arm given now, then compares the two runs point by
 point: new / baseline aggregate tok/s with a 95% bootstrap interval (paired by request index when
-the suite is unchanged). A point whose interval lies wholly below 1 is a significant regression;
-the CLI then exits 1, for CI pipelines.
+the suite is unchanged). A point whose interval lies wholly below 1 — and, by default, whose ratio
+is at least ``min_effect`` (3%) below 1, so that the few-percent drift between two runs taken at
+different times on a quiet loopback server does not fail a pipeline — is a significant
+regression; the CLI then exits 1, for CI pipelines. ``--min-effect 0`` applies the interval alone.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class PointCheck:
     new_tok_s: float | None
     throughput: RatioCI
     request_tok_s: RatioCI
-    change: int     # -1 significant regression, +1 significant improvement, 0 within noise
+    change: int     # -1 significant regression, +1 significant improvement, 0 within noise or below min_effect
 
     @property
     def verdict(self) -> str:
@@ -96,8 +98,20 @@ def _samples_by_point(store: Store, run_id: int) -> dict[int, tuple[str, ArmSamp
     return out
 
 
+DEFAULT_MIN_EFFECT = 0.03
+
+
+def classify_change(ci: RatioCI, min_effect: float = DEFAULT_MIN_EFFECT) -> int:
+    """-1 / +1 when the interval excludes 1 and the ratio is at least ``min_effect`` away from 1."""
+    change = significant_change(ci)
+    if change and ci.ratio is not None and abs(ci.ratio - 1.0) < min_effect:
+        return 0
+    return change
+
+
 def compare_runs(store: Store, baseline_name: str, baseline_run_id: int, new_run_id: int, suite_diff: SuiteDiff, *,
-                 seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> RegressionReport:
+                 seed: int = 0, resamples: int = DEFAULT_RESAMPLES,
+                 min_effect: float = DEFAULT_MIN_EFFECT) -> RegressionReport:
     """Point-by-point new/baseline ratios; paired by request only when the suite is unchanged."""
     rng = np.random.default_rng(seed)
     old, new = _samples_by_point(store, baseline_run_id), _samples_by_point(store, new_run_id)
@@ -111,14 +125,15 @@ def compare_runs(store: Store, baseline_name: str, baseline_run_id: int, new_run
         point = paired_point(old_samples, new_samples, rng, resamples)
         checks.append(PointCheck(label=label, baseline_tok_s=old_samples.tok_s, new_tok_s=new_samples.tok_s,
                                  throughput=point.throughput.ci, request_tok_s=point.request_tok_s.ci,
-                                 change=significant_change(point.throughput.ci)))
+                                 change=classify_change(point.throughput.ci, min_effect)))
     return RegressionReport(baseline_name, baseline_run_id, new_run_id, tuple(checks), suite_diff)
 
 
 async def run_against_baseline(store: Store, name: str, arm: ArmSpec, *, allow_suite_change: bool = False,
                                allow_server_change: bool = False, api_key: str | None = None, progress=None,
                                start_timeout_s: float = 180.0, log_dir=None, seed: int = 0,
-                               resamples: int = DEFAULT_RESAMPLES) -> RegressionReport:
+                               resamples: int = DEFAULT_RESAMPLES,
+                               min_effect: float = DEFAULT_MIN_EFFECT) -> RegressionReport:
     """Run baseline ``name``'s config against ``arm`` now and check the new run against it."""
     from specgauge.compare.arms import LaunchedServer
     from specgauge.load.bench import run_benchmark
@@ -137,4 +152,5 @@ async def run_against_baseline(store: Store, name: str, arm: ArmSpec, *, allow_s
         if server:
             server.stop()
     check_server(old_run, store.get_run(summary.run_id), allow_server_change)
-    return compare_runs(store, name, old_run.id, summary.run_id, diff, seed=seed, resamples=resamples)
+    return compare_runs(store, name, old_run.id, summary.run_id, diff, seed=seed, resamples=resamples,
+                        min_effect=min_effect)
