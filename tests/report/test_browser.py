@@ -1,5 +1,5 @@
 """The HTML report in a real browser: headless Chromium (Debian's ``chromium``) opens it from a
-``file://`` URL with networking off: a non-blank screenshot showing both arms' colours, every plot
+``file://`` URL, background networking off: a non-blank screenshot showing both arms' colours, every plot
 in the DOM, and not one console message. A control page proves console errors are caught."""
 
 from __future__ import annotations
