@@ -7,6 +7,7 @@ comparison of two scripted servers, and bench runs written to a real SQLite stor
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from matplotlib.image import imread
+from rich.console import Console
 
 from html_fixtures import comparison_result, stored_bench_run
 from specgauge.analysis import definitions
@@ -26,6 +28,7 @@ from specgauge.report.html import html_document, render_html, write_report
 from specgauge.report.plots import PLOT_BUILDERS, build_plots
 from specgauge.report.report_data import report_from_compare, report_from_run
 from specgauge.report.report_text import metric_definitions
+from specgauge.report.verdict_table import verdict_renderable
 from specgauge.store import Store
 
 FIXTURE = Path(__file__).resolve().parents[1] / "compare" / "fixtures" / "compare_result.json"
@@ -296,3 +299,43 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     assert_one_line_error(cli_here("report", "1", "--db", str(tmp_path / "missing.db")), "no results store")
     assert not (tmp_path / "missing.db").exists()
     assert_one_line_error(cli("report", "c99", "--db", str(db)), "no comparison 99")   # and as a process
+
+
+def test_text_from_the_result_is_escaped(recorded):
+    hostile = "<script>alert(1)</script>"
+    arms = tuple(a.model_copy(update={"description": hostile}) for a in recorded.arms)
+    result = recorded.model_copy(update={"arms": arms, "speculative_label": f"x{hostile}",
+                                         "verdict_lines": (hostile,)})
+    data = report_from_compare(result)
+    html = html_document(data, build_plots(data))
+    assert html.count("<script>") == 1                    # the page's own copy-button script only
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_report_of_a_run_with_no_finished_point(tmp_path):
+    db = tmp_path / "r.db"
+    with Store.open(db) as store:
+        run_id = store.create_run(tool_version="0.1.0", host="h", url="http://127.0.0.1:1", api="openai-chat",
+                                  model=None, config={}, suite_name="smoke", suite_version=1, suite_hash="0" * 64)
+        store.add_points(run_id, [{"mode": "closed", "concurrency": 4, "num_requests": 8}])
+        store.set_run_status(run_id, "failed", error="server went away")
+        data = report_from_run(store, run_id)
+    page = scan(html_document(data, build_plots(data)))
+    assert "no finished closed-loop point" in page.text_by_section["verdict"]
+    assert f"run {run_id} is failed" in page.text_by_section["warnings"]
+    assert page.count("no-data") == len(PLOT_BUILDERS) - 1
+
+
+def test_terminal_verdict_colours_ratios_by_their_ci(recorded):
+    console = Console(record=True, force_terminal=True, color_system="standard", width=200, file=io.StringIO())
+    console.print(verdict_renderable(report_from_compare(recorded)))
+    text = console.export_text(styles=True, clear=False)
+    green, red = "\x1b[1;32m", "\x1b[1;31m"
+    for point in recorded.sweep:
+        shown = ratio_with_ci(point.ratio, point.ci_low, point.ci_high)
+        expected = {"better": green, "worse": red, "unclear": ""}[ratio_outcome(point.ratio, point.ci_low,
+                                                                              point.ci_high)]
+        assert f"{expected}{shown}" in text, (point.concurrency, expected)
+    plain = console.export_text()
+    assert "recommendation: Disable speculation above" in plain
+    assert all(s.setting.split()[0] in plain for s in recorded.recommendation.settings)

@@ -66,7 +66,7 @@ class DomainAccept:
 
 @dataclass(frozen=True)
 class ArmData:
-    """Everything a report shows about one arm (one stored bench run)."""
+    """Everything a report shows about one arm: a bench run, or one side of a comparison."""
 
     role: ArmRole
     label: str
