@@ -117,7 +117,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
                                                         "and exit 1 on a significant regression")
 @click.option("--allow-suite-change", is_flag=True, help="with --against-baseline: compare even if the suite changed")
 @click.option("--allow-server-change", is_flag=True, help="with --against-baseline: compare across server fingerprints")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.03, show_default=True,
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.05, show_default=True,
               help="with --against-baseline: a regression must also be at least this far below 1")
 @click.option("--output-json", metavar="FILE", help="write verdict.json here ('-' for stdout)")
 @click.option("--output-dir", metavar="DIR", help="write report.html, plots and verdict.json here")

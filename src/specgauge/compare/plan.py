@@ -6,7 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from specgauge.client.endpoint import API_NAMES
 from specgauge.compare.arms import ArmSpec
 from specgauge.load.bench_config import BenchConfig
 
@@ -69,18 +68,9 @@ class ComparePlan(BaseModel):
     start_timeout_s: float = Field(default=180.0, gt=0)
     api_key: str | None = Field(default=None, exclude=True)
 
-    @field_validator("api")
-    @classmethod
-    def _known_api(cls, api: str) -> str:
-        if api not in API_NAMES:
-            raise ValueError(f"unknown API {api!r} (one of: {', '.join(API_NAMES)})")
-        return api
-
     @field_validator("concurrency")
     @classmethod
     def _sorted_levels(cls, values: tuple[int, ...]) -> tuple[int, ...]:
-        if any(v < 1 for v in values):
-            raise ValueError("every concurrency must be >= 1")
         return tuple(sorted(set(values)))
 
     @model_validator(mode="after")
@@ -89,6 +79,8 @@ class ComparePlan(BaseModel):
             raise ValueError("arms must be named baseline and speculative")
         if not self.domains and not self.suite and not self.concurrency:
             raise ValueError("nothing to run: give --domains, --suite or --concurrency")
+        for stage in self.stages():   # the bench rules (API name, concurrency >= 1, ...) apply to every stage
+            self.bench_config(stage, "http://127.0.0.1")
         return self
 
     @property

@@ -4,7 +4,7 @@
 seed, max_tokens, temperature) against the arm given now, then compares the two runs point by
 point: new / baseline aggregate tok/s with a 95% bootstrap interval (paired by request index when
 the suite is unchanged). A point whose interval lies wholly below 1 — and, by default, whose ratio
-is at least ``min_effect`` (3%) below 1, so that the few-percent drift between two runs taken at
+is at least ``min_effect`` (5%) below 1, so that the few-percent drift between two runs taken at
 different times on a quiet loopback server does not fail a pipeline — is a significant
 regression; the CLI then exits 1, for CI pipelines. ``--min-effect 0`` applies the interval alone.
 """
@@ -98,7 +98,7 @@ def _samples_by_point(store: Store, run_id: int) -> dict[int, tuple[str, ArmSamp
     return out
 
 
-DEFAULT_MIN_EFFECT = 0.03
+DEFAULT_MIN_EFFECT = 0.05
 
 
 def classify_change(ci: RatioCI, min_effect: float = DEFAULT_MIN_EFFECT) -> int:
