@@ -43,6 +43,7 @@ class PageScan(HTMLParser):
         self.sections: list[str] = []
         self.plots: list[str] = []
         self.svgs = 0
+        self.ids: list[str] = []
         self.urls: list[tuple[str, str, str]] = []
         self.tags: list[str] = []
         self.text_by_section: dict[str, str] = {}
@@ -59,6 +60,8 @@ class PageScan(HTMLParser):
             self.plots.append(attributes["data-plot"])
         if tag == "svg":
             self.svgs += 1
+        if attributes.get("id"):
+            self.ids.append(attributes["id"])
         for name, value in attrs:
             if name in ("src", "href", "xlink:href", "action", "poster", "data") and value is not None:
                 self.urls.append((tag, name, value))
@@ -108,6 +111,7 @@ def test_comparison_report_has_every_section_and_plot_and_loads_nothing(comparis
     assert page.sections == list(SECTIONS)
     assert page.plots == list(PLOT_BUILDERS) and page.svgs == len(PLOT_BUILDERS)
     assert page.count("no-data") == 0
+    assert len(page.ids) == len(set(page.ids))            # seven inline SVGs, no id clash between them
     assert_offline(html, page)
     verdict = page.text_by_section["verdict"]
     for line in recorded.verdict_lines:
@@ -339,3 +343,17 @@ def test_terminal_verdict_colours_ratios_by_their_ci(recorded):
     plain = console.export_text()
     assert "recommendation: Disable speculation above" in plain
     assert all(s.setting.split()[0] in plain for s in recorded.recommendation.settings)
+
+
+def test_verification_table(recorded):
+    from specgauge.compare.model import Verification, VerifyPoint
+
+    points = tuple(VerifyPoint(concurrency=p.concurrency, baseline_tok_s=p.baseline_tok_s,
+                               thresholded_tok_s=p.baseline_tok_s * 1.01, ratio=1.01, ci_low=0.97, ci_high=1.05,
+                               worse_beyond_noise=False) for p in recorded.sweep)
+    verified = recorded.model_copy(update={"verification": Verification(disable_above=5, points=points,
+                                                                        never_worse=True)})
+    data = report_from_compare(verified)
+    recommendation = scan(html_document(data, build_plots(data))).text_by_section["recommendation"]
+    assert "Verified with the threshold applied (disable above 5): never worse than the baseline" in recommendation
+    assert recommendation.count("1.01× [0.97, 1.05]") == len(points)

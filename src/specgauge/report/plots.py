@@ -8,6 +8,7 @@ Output is deterministic: fixed SVG id salt per plot, no timestamps in the files.
 from __future__ import annotations
 
 import io
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,13 +312,19 @@ def build_plots(data: ReportData) -> list[Plot]:
         return [PLOT_BUILDERS[name](data) for name in plot_names(data)]
 
 
+_SVG_ID_REFERENCES = re.compile(r'(?P<head>\bid="|href="#|url\(#)(?P<id>[^")]+)')
+
+
 def plot_svg(plot: Plot) -> str:
-    """The plot as an ``<svg>`` element for inline use (no XML prolog, ids salted by plot name)."""
+    """The plot as an ``<svg>`` element for inline use: no XML prolog, and every id (and every
+    reference to one) prefixed with the plot's name, so several plots share a page without clashes.
+    The id hash salt is fixed, so the same plot gives the same text."""
     buffer = io.StringIO()
     with _style(), matplotlib.rc_context({"svg.hashsalt": f"specgauge-{plot.name}"}):
         plot.figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    return _SVG_ID_REFERENCES.sub(lambda m: f"{m['head']}{plot.name}-{m['id']}", text)
 
 
 def save_png(plot: Plot, path: Path) -> Path:
