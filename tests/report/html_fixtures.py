@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specgauge.analysis.aggregate import Window, aggregate_point
-from specgauge.client.records import RequestRecord, TokenCountSource
+from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
 from specgauge.compare.model import CompareResult
 from specgauge.store import Store
 
@@ -29,10 +29,17 @@ def _record(index: int, concurrency: int, domain: str, token_source: TokenCountS
                          spec_verify_ct=len(tokens) if token_source == TokenCountSource.SERVER else None)
 
 
+def _failed(record: RequestRecord) -> RequestRecord:
+    record.chunk_times_ns, record.chunk_tokens, record.output_tokens, record.spec_verify_ct = [], [], None, None
+    record.error_class, record.error_message, record.status_code = ErrorClass.HTTP_5XX, "overloaded", 503
+    return record
+
+
 def stored_bench_run(db: Path, *, concurrencies=CONCURRENCIES, requests_per_point: int = 12,
-                     token_source: str = "server") -> int:
+                     token_source: str = "server", failed_at: int | None = None) -> int:
     """A finished closed-loop sweep in a real store at ``db``; returns its run id. With
-    ``token_source="chunks"`` the records look like a server that reports no counts per chunk."""
+    ``token_source="chunks"`` the records look like a server that reports no counts per chunk;
+    ``failed_at=C`` makes a quarter of the requests at concurrency C fail with a 503."""
     source = TokenCountSource(token_source)
     with Store.open(db) as store:
         run_id = store.create_run(tool_version="0.1.0", host="test-host", url="http://127.0.0.1:30000",
@@ -41,6 +48,8 @@ def stored_bench_run(db: Path, *, concurrencies=CONCURRENCIES, requests_per_poin
         specs = [{"mode": "closed", "concurrency": c, "num_requests": requests_per_point} for c in concurrencies]
         for point_id, concurrency in zip(store.add_points(run_id, specs), concurrencies):
             records = [_record(i, concurrency, DOMAINS[i % 2], source) for i in range(requests_per_point)]
+            if concurrency == failed_at:
+                records = [_failed(r) if r.request_index % 4 == 3 else r for r in records]
             for record in records:
                 store.add_request(point_id, record)
             window = [0, requests_per_point * 200 * MS // concurrency + 400 * MS]

@@ -357,3 +357,17 @@ def test_verification_table(recorded):
     recommendation = scan(html_document(data, build_plots(data))).text_by_section["recommendation"]
     assert "Verified with the threshold applied (disable above 5): never worse than the baseline" in recommendation
     assert recommendation.count("1.01× [0.97, 1.05]") == len(points)
+
+
+def test_one_arm_report_shows_flagged_points(tmp_path):
+    db = tmp_path / "r.db"
+    run_id = stored_bench_run(db, concurrencies=(1, 16), requests_per_point=8, failed_at=16)
+    with Store.open(db, create=False) as store:
+        data = report_from_run(store, run_id)
+    plots = build_plots(data)
+    page = scan(html_document(data, plots))
+    assert "error rate 25% > 5%" in page.text_by_section["summary"]          # the note column
+    assert "concurrency 16" in page.text_by_section["warnings"]
+    throughput = next(p for p in plots if p.name == "throughput")
+    legend = [t.get_text() for t in throughput.figure.axes[0].get_legend().get_texts()]
+    assert "flagged point (errors)" in legend

@@ -188,15 +188,17 @@ def _summary_section(data: ReportData) -> str:
 def _one_arm_table(arm: ArmData) -> str:
     if not arm.points:
         return '<p class="note">No finished closed-loop point.</p>'
-    return _table(
-        ["concurrency", "output tok/s", "TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)",
-         "acceptance length", "ok / errors", "note"],
-        ([str(p.concurrency), number(p.output_tokens_per_s), number(p.ttft_ms.get("p50")),
-          number(p.ttft_ms.get("p99")), number(p.tpot_ms.get("p50"), ",.2f"), number(p.tpot_ms.get("p99"), ",.2f"),
-          number(p.accept_length, ".2f"), f"{p.num_ok} / {p.num_errors}",
-          f'<td class="text worse">{escape(p.flag_reason)}</td>' if p.flagged and p.flag_reason else
-          '<td class="text"></td>']
-         for p in arm.points), align="rrrrrrrrl", css_class="sweep")
+    headers = ["concurrency", "output tok/s", "TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)",
+               "acceptance length", "ok / errors"]
+    rows = [[str(p.concurrency), number(p.output_tokens_per_s), number(p.ttft_ms.get("p50")),
+             number(p.ttft_ms.get("p99")), number(p.tpot_ms.get("p50"), ",.2f"), number(p.tpot_ms.get("p99"), ",.2f"),
+             number(p.accept_length, ".2f"), f"{p.num_ok} / {p.num_errors}"] for p in arm.points]
+    if any(p.flagged for p in arm.points):     # a note column only when a point has something to say
+        headers.append("note")
+        for row, point in zip(rows, arm.points):
+            row.append(f'<td class="text worse">{escape(point.flag_reason or "flagged")}</td>' if point.flagged
+                       else '<td class="text"></td>')
+    return _table(headers, rows, align="r" * 8 + "l", css_class="sweep")
 
 
 def _recommendation_section(data: ReportData) -> str:

@@ -148,10 +148,9 @@ def _accept_by_domain(records: list[RequestRecord], measured: list[RequestRecord
     return (), None
 
 
-def describe_run(run: RunRow) -> str:
-    """One line naming what a run measured: API, URL and model."""
-    model = f" · model {run.model}" if run.model else ""
-    return f"{run.api} at {run.url}{model}"
+def describe_run(run: RunRow, points: list[PointRow]) -> str:
+    """One line naming what a run measured (its URL and model have columns of their own)."""
+    return f"specgauge bench, api {run.api}, {len(points)} point(s), status {run.status}"
 
 
 def arm_from_store(store: Store, run_id: int, *, role: ArmRole = "run", label: str | None = None,
@@ -166,7 +165,7 @@ def arm_from_store(store: Store, run_id: int, *, role: ArmRole = "run", label: s
     measured = [r for r in records if r.token_count_source.value in MEASURED_SOURCES]
     accept_rows, accept_source = _accept_by_domain(records, measured)
     return ArmData(
-        role=role, label=label or f"run {run_id}", description=description or describe_run(run),
+        role=role, label=label or f"run {run_id}", description=description or describe_run(run, stored_points),
         run_ids=(run_id,), url=run.url, model=run.model, points=tuple(points),
         open_loop_points=sum(p.spec.get("mode") == "open" for p in stored_points),
         token_count_source=token_source,
