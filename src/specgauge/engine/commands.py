@@ -2,8 +2,83 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
+
+from specgauge.engine.launch import READY_PREFIX
+from specgauge.errors import UserError, require_extra
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "target"
+
+
+def _positive(ctx, param, value):
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be positive", ctx=ctx, param=param)
+    return value
+
+
+@click.command("serve")
+@click.option("--model", "model_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR,
+              show_default="the shipped target model", help="Model directory in Hugging Face layout.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port to bind; 0 picks a free one (the URL is printed).")
+@click.option("--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1 ...")
+@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
+              show_default=True, help="Weights and KV dtype; auto = float32 on CPU, bfloat16 on CUDA.")
+@click.option("--served-model-name", default="specgauge-target", show_default=True,
+              help="Model name the OpenAI routes answer to.")
+@click.option("--max-model-len", type=int, default=None, callback=_positive,
+              help="Context length (prompt + output); default the model's, at most 4096.")
+@click.option("--max-running-requests", type=int, default=64, show_default=True, callback=_positive,
+              help="Requests decoded together at most.")
+@click.option("--max-waiting-requests", type=int, default=256, show_default=True, callback=_positive,
+              help="Queued requests beyond the running ones; more answer 503 with Retry-After.")
+@click.option("--max-tokens-per-step", type=int, default=512, show_default=True, callback=_positive,
+              help="Token budget of one engine step (decodes + prefill chunks).")
+@click.option("--block-size", type=int, default=16, show_default=True, callback=_positive,
+              help="Tokens per KV block.")
+@click.option("--num-blocks", type=int, default=None, callback=_positive,
+              help="KV blocks in the pool (default: sized from the running limit and context).")
+@click.option("--api-key", default=None, help="Require 'Authorization: Bearer KEY' on every route but /health.")
+@click.option("--incremental-streaming-output", is_flag=True,
+              help="/generate streams text deltas instead of cumulative text (SGLang's flag).")
+@click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True, callback=_positive,
+              help="Largest request body accepted (413 beyond).")
+@click.option("--threads", type=int, default=None, callback=_positive, help="torch CPU threads.")
+@click.option("--speculative-algorithm", type=click.Choice(["NONE"]), default="NONE",
+              show_default=True, help="Speculative decoding (SGLang's flag); NONE serves plain decoding.")
+def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served_model_name: str,
+          max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
+          max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
+          incremental_streaming_output: bool, max_body_bytes: int, threads: int | None,
+          speculative_algorithm: str) -> None:
+    """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
+    require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
+                  "prometheus_client", "orjson")
+    if not (model_dir / "config.json").is_file():
+        hint = ("the shipped target model is missing (train it with 'specgauge train target')"
+                if model_dir == DEFAULT_MODEL_DIR else "config.json missing")
+        raise UserError(f"no model at {model_dir}: {hint}; pass --model DIR")
+    from specgauge.engine.engine import Engine, EngineConfig
+    from specgauge.engine.scheduler import SchedulerConfig
+    from specgauge.engine.server import ServerSettings, serve_forever
+
+    config = EngineConfig(
+        model_dir=str(model_dir), device=device, dtype=dtype, max_model_len=max_model_len,
+        block_size=block_size, num_blocks=num_blocks, threads=threads,
+        scheduler=SchedulerConfig(max_running=max_running_requests, max_tokens_per_step=max_tokens_per_step,
+                                  max_waiting=max_waiting_requests),
+    )
+    print(f"loading {model_dir} on {device} ...", file=sys.stderr, flush=True)
+    engine = Engine(config)
+    settings = ServerSettings(served_model_name=served_model_name, api_key=api_key, max_body_bytes=max_body_bytes,
+                              incremental_streaming_output=incremental_streaming_output)
+    serve_forever(engine, settings, host, port, on_ready=lambda url: print(READY_PREFIX + url, flush=True))
 
 
 def register(app: click.Group) -> None:
     """Add this part's commands to the root group."""
+    app.add_command(serve)

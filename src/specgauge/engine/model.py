@@ -2,8 +2,10 @@
 
 Parameter names match ``transformers``' ``LlamaForCausalLM`` so a checkpoint directory
 (``config.json`` + ``model.safetensors``) loads either way. ``forward`` is the full-sequence
-causal pass used by training and by reference tests; the engine's cached decode path builds on
-the same modules.
+causal pass used by training and by reference tests; ``forward_cached`` is the engine's path:
+a flat ragged batch of new tokens (prefill chunks, decodes, later verify runs) against the paged
+KV cache of :mod:`specgauge.engine.kv_cache`, with q/k/v and gate/up fused into one matmul each
+(:meth:`LlamaForCausalLM.prepare_for_inference`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+if TYPE_CHECKING:
+    from specgauge.engine.kv_cache import ForwardBatch, KVCache
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,13 @@ class LlamaConfig:
     @classmethod
     def from_dict(cls, raw: dict) -> "LlamaConfig":
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        raw = dict(raw)
+        # transformers >= 5 writes RoPE settings as one ``rope_parameters`` dict (theta included).
+        rope = raw.pop("rope_parameters", None)
+        if isinstance(rope, dict):
+            raw.setdefault("rope_theta", rope.get("rope_theta", 10000.0))
+            if rope.get("rope_type", rope.get("type", "default")) != "default":
+                raw.setdefault("rope_scaling", {k: v for k, v in rope.items() if k != "rope_theta"})
         values = {k: raw[k] for k in known if k in raw}
         values.setdefault("num_key_value_heads", raw.get("num_attention_heads"))
         return cls(**values, extra={k: v for k, v in raw.items() if k not in known})
@@ -196,6 +209,104 @@ class LlamaForCausalLM(nn.Module):
             x = layer(x, cos, sin)
         return self.lm_head(self.model.norm(x)), aux
 
+    # -- the engine's cached path -----------------------------------------------------------
+    def prepare_for_inference(self, max_positions: int) -> None:
+        """Fuse q/k/v and gate/up weights into one matrix each and precompute RoPE tables.
+
+        The original ``*_proj.weight`` parameters become views into the fused tensors, so
+        memory is not doubled and the parameter names (and ``state_dict``) stay those of HF.
+        """
+        cfg = self.config
+        for layer in self.model.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            if not hasattr(attn, "qkv_weight"):
+                fused = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach()
+                nq, nk = attn.q_proj.weight.shape[0], attn.k_proj.weight.shape[0]
+                attn.qkv_weight = fused  # ((Hq + 2 Hkv) D, h)
+                attn.q_proj.weight.data = fused[:nq]
+                attn.k_proj.weight.data = fused[nq:nq + nk]
+                attn.v_proj.weight.data = fused[nq + nk:]
+            if not hasattr(mlp, "gate_up_weight"):
+                fused = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
+                ni = mlp.gate_proj.weight.shape[0]
+                mlp.gate_up_weight = fused  # (2 I, h)
+                mlp.gate_proj.weight.data = fused[:ni]
+                mlp.up_proj.weight.data = fused[ni:]
+        positions = torch.arange(max_positions, device=self.inv_freq.device)
+        cos, sin = rope_cos_sin(self.inv_freq, positions)  # (P, D) each, fp32
+        dtype = self.model.embed_tokens.weight.dtype
+        self._rope_cos, self._rope_sin = cos.to(dtype), sin.to(dtype)
+        # CPU SDPA in bf16/fp16 falls back to a slow kernel (5x the fp32 time): attend in fp32 there.
+        on_cpu = self.model.embed_tokens.weight.device.type == "cpu"
+        self.attention_dtype = torch.float32 if on_cpu else dtype
+        self._head_split = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_size)
+        # Plain tuples of tensors: the step reads no nn.Module attribute (each costs ~1 µs).
+        self._layer_weights = [
+            (layer.input_layernorm.weight, layer.self_attn.qkv_weight, layer.self_attn.o_proj.weight,
+             layer.post_attention_layernorm.weight, layer.mlp.gate_up_weight, layer.mlp.down_proj.weight)
+            for layer in self.model.layers
+        ]
+
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """RMSNorm as HF computes it (in fp32, then back to the input dtype)."""
+        eps = self.config.rms_norm_eps
+        if x.dtype == torch.float32:
+            return F.rms_norm(x, weight.shape, weight, eps)
+        return weight * F.rms_norm(x.float(), weight.shape, None, eps).to(x.dtype)
+
+    def forward_cached(
+        self,
+        batch: "ForwardBatch",
+        cache: "KVCache",
+        aux_layers: tuple[int, ...] = (),
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Run the step's new tokens against the paged cache, writing their K/V into it.
+
+        Returns logits (M, V) for ``batch.logit_indices`` and the inputs of ``aux_layers``,
+        each (N, h) over all new tokens. Call :meth:`prepare_for_inference` first.
+        """
+        n_q, n_kv, d = self._head_split
+        gqa = n_q != n_kv
+        attn_dtype = self.attention_dtype
+        cos = self._rope_cos[batch.positions].unsqueeze(1)  # (N, 1, D)
+        sin = self._rope_sin[batch.positions].unsqueeze(1)  # (N, 1, D)
+        x = F.embedding(batch.input_ids, self.model.embed_tokens.weight)  # (N, h)
+        n = x.shape[0]
+        aux: list[torch.Tensor] = []
+        for index, (in_norm, qkv_w, o_w, post_norm, gate_up_w, down_w) in enumerate(self._layer_weights):
+            if index in aux_layers:
+                aux.append(x)
+            qkv = F.linear(self._rms(x, in_norm), qkv_w)  # (N, (Hq+2Hkv) D)
+            qk = apply_rope(qkv[:, : (n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)  # (N, Hq+Hkv, D)
+            q, k = qk[:, :n_q], qk[:, n_q:]  # (N, Hq, D), (N, Hkv, D)
+            v = qkv[:, (n_q + n_kv) * d:].view(n, n_kv, d)  # (N, Hkv, D)
+            k_layer, v_layer = cache.k[index], cache.v[index]  # (S, Hkv, D)
+            k_layer.index_copy_(0, batch.write_slots, k)
+            v_layer.index_copy_(0, batch.write_slots, v)
+            k_blocks = k_layer.view(cache.num_blocks, cache.block_size, n_kv, d)  # (blocks, bs, Hkv, D)
+            v_blocks = v_layer.view(cache.num_blocks, cache.block_size, n_kv, d)
+            outs = []
+            for g in batch.groups:
+                qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
+                if g.fresh:
+                    kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
+                    vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
+                    o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                       is_causal=g.q_len > 1, enable_gqa=gqa)
+                else:  # gather whole blocks: (B, nb, bs, Hkv, D) → (B, Hkv, Tk, D)
+                    kg = k_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
+                    vg = v_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
+                    o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                       attn_mask=g.mask, enable_gqa=gqa)
+                outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
+            o = outs[0] if len(outs) == 1 else torch.cat(outs)
+            o = o.to(x.dtype)
+            x = x + F.linear(o, o_w)
+            gate, up = F.linear(self._rms(x, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
+            x = x + F.linear(F.silu(gate) * up, down_w)
+        last = x.index_select(0, batch.logit_indices)  # (M, h)
+        return F.linear(self._rms(last, self.model.norm.weight), self.lm_head.weight), aux
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())
 
@@ -233,7 +344,8 @@ def save_model(model: LlamaForCausalLM, path: str | Path, dtype: torch.dtype | N
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
+    # clone(): after prepare_for_inference the q/k/v weights share one storage, which safetensors refuses.
+    state = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
     if model.config.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     if dtype is not None:

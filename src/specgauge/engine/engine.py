@@ -1,0 +1,289 @@
+"""The engine: model + KV pool + scheduler, stepped in its own thread.
+
+One step is three lines (``step``)::
+
+    batch = scheduler.schedule()
+    outputs = runner.run(batch)
+    updates = scheduler.postprocess(batch, outputs)
+
+Other threads talk to the engine only through ``submit``/``abort``/``call``, which put commands
+on a thread-safe inbox drained between steps; results go back through each request's ``sink``
+callback (the server's sink hands them to asyncio with ``loop.call_soon_threadsafe``).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import traceback
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from specgauge.engine.block_manager import BlockManager
+from specgauge.engine.kv_cache import KVCache
+from specgauge.engine.metrics import EngineMetrics
+from specgauge.engine.model import load_model
+from specgauge.engine.model_runner import ModelRunner
+from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.scheduler import Request, RequestUpdate, Scheduler, SchedulerConfig
+from specgauge.engine.tokenizer import EngineTokenizer, TextState
+from specgauge.errors import UserError
+
+log = logging.getLogger("specgauge.engine")
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How to build the engine; validated once (``validate``) before anything is loaded."""
+
+    model_dir: str
+    device: str = "cpu"
+    dtype: str = "auto"            # auto: float32 on CPU, bfloat16 on CUDA
+    max_model_len: int | None = None   # default: the model's max_position_embeddings (≤ 4096)
+    block_size: int = 16
+    num_blocks: int | None = None  # default: enough for max_running requests of 1/4 context, ≥ 2 full contexts
+    scheduler: SchedulerConfig = SchedulerConfig()
+    threads: int | None = None     # torch intra-op threads on CPU
+
+    def validate(self) -> None:
+        path = Path(self.model_dir)
+        if not (path / "config.json").is_file():
+            raise UserError(f"no model at {path} (config.json missing); pass --model DIR")
+        if self.dtype != "auto" and self.dtype not in DTYPES:
+            raise UserError(f"--dtype must be one of auto, {', '.join(DTYPES)}; got {self.dtype!r}")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise UserError(f"--device {self.device}: CUDA is not available on this machine")
+        if self.block_size <= 0 or (self.num_blocks is not None and self.num_blocks <= 0):
+            raise UserError("--block-size and --num-blocks must be positive")
+        if self.scheduler.max_tokens_per_step < self.scheduler.max_running * (1 + self.scheduler.lookahead):
+            raise UserError(f"--max-tokens-per-step {self.scheduler.max_tokens_per_step} cannot give each of "
+                            f"--max-running-requests {self.scheduler.max_running} its decode tokens every step")
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        if self.dtype == "auto":
+            return torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        return DTYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """What a request's sink receives after a step that touched it."""
+
+    request_id: str
+    text_delta: str
+    token_ids: tuple[int, ...]
+    prompt_tokens: int
+    completion_tokens: int       # cumulative
+    finished: bool
+    finish_reason: str | None     # "stop" | "length" | "abort" | "error"
+    matched_stop: str | int | None
+    error: str | None = None
+
+
+Sink = Callable[[StreamEvent], None]
+
+
+class Engine:
+    """Loads a model directory and serves generation requests from a background thread."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        config.validate()
+        self.config = config
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.device = torch.device(config.device)
+        self.model = load_model(config.model_dir, device=self.device, dtype=config.torch_dtype)
+        model_cfg = self.model.config
+        eos = model_cfg.eos_token_id
+        eos_ids = [eos] if isinstance(eos, int) else list(eos or [])
+        self.tokenizer = EngineTokenizer(config.model_dir, eos_token_ids=eos_ids)
+        self.max_model_len = min(config.max_model_len or min(model_cfg.max_position_embeddings, 4096),
+                                 model_cfg.max_position_embeddings)
+        self.model.prepare_for_inference(self.max_model_len + config.scheduler.lookahead + 1)
+        per_request = self.max_model_len + 1 + config.scheduler.lookahead
+        min_blocks = -(-per_request // config.block_size)
+        num_blocks = config.num_blocks or max(2 * min_blocks,
+                                              config.scheduler.max_running * -(-per_request // (4 * config.block_size)))
+        if num_blocks < min_blocks:
+            raise UserError(f"--num-blocks {num_blocks} cannot hold one request of {per_request} tokens "
+                            f"({min_blocks} blocks of {config.block_size})")
+        self.blocks = BlockManager(num_blocks, config.block_size)
+        self.cache = KVCache(model_cfg.num_hidden_layers, num_blocks, config.block_size,
+                             model_cfg.num_key_value_heads, model_cfg.head_size, config.torch_dtype, self.device)
+        self.scheduler = Scheduler(config.scheduler, self.blocks)
+        self.runner = ModelRunner(self.model, self.cache, self.blocks)
+        self.metrics = EngineMetrics()
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._counter = 0
+        self._lock = threading.Lock()
+        self._outbox: list[tuple[Sink, StreamEvent]] = []
+
+    # -- any thread ---------------------------------------------------------------------
+    def new_request_id(self, prefix: str = "req") -> str:
+        with self._lock:
+            self._counter += 1
+            return f"{prefix}-{self._counter}"
+
+    def submit(self, request_id: str, prompt_ids: list[int], params: SamplingParams, sink: Sink) -> None:
+        """Queue a request; its events go to ``sink``.
+
+        A plain sink is called in the engine thread. A sink with a ``loop`` attribute (an asyncio
+        loop) is called on that loop: the engine hands each loop one batch per step.
+
+        Raises ValueError when prompt + ``max_tokens`` exceed the context (the server checks first).
+        """
+        if not prompt_ids or len(prompt_ids) + params.max_tokens > self.max_model_len:
+            raise ValueError(f"{len(prompt_ids)} prompt tokens + {params.max_tokens} new tokens do not fit "
+                             f"the context of {self.max_model_len}")
+        text_state = TextState(self.tokenizer, params.stop, context_ids=prompt_ids)
+        request = Request(request_id, list(prompt_ids), params, eos_token_ids=self.tokenizer.eos_token_ids,
+                          text_state=text_state, user_data=sink)
+        self._inbox.put(("add", request))
+
+    def abort(self, request_id: str) -> None:
+        """Cancel a request (client went away); its KV blocks are freed before the next step."""
+        self._inbox.put(("abort", request_id))
+
+    def call(self, fn: Callable[["Engine"], object], timeout: float = 30.0) -> object:
+        """Run ``fn(engine)`` in the engine thread between steps and return its result."""
+        if self._thread is None or not self._thread.is_alive():
+            return fn(self)
+        future: Future = Future()
+        self._inbox.put(("call", (fn, future)))
+        return future.result(timeout)
+
+    def check_integrity(self) -> None:
+        """Assert the KV pool is consistent (run in the engine thread)."""
+        self.call(lambda engine: engine.blocks.check_integrity())
+
+    def snapshot(self) -> dict:
+        """Counters for /server_info (read without locking: plain ints)."""
+        return {
+            "num_running_reqs": len(self.scheduler.running),
+            "num_waiting_reqs": len(self.scheduler.waiting),
+            "kv_blocks_total": self.blocks.num_blocks,
+            "kv_blocks_free": self.blocks.num_free_blocks,
+            "kv_block_size": self.blocks.block_size,
+            "num_preemptions": self.scheduler.num_preemptions,
+            "max_model_len": self.max_model_len,
+            "max_running_requests": self.config.scheduler.max_running,
+            "max_tokens_per_step": self.config.scheduler.max_tokens_per_step,
+            "last_step_time_s": self.metrics.last_step_time,
+            "steps": self.metrics.steps,
+            # Speculative decoding fills these in (issue 4); null means speculation is off.
+            "speculative_algorithm": None,
+            "avg_spec_accept_length": None,
+        }
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="specgauge-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._inbox.put(("wake", None))
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    # -- the engine thread --------------------------------------------------------------
+    def step(self) -> list[RequestUpdate]:
+        """One scheduling step; returns what changed for which request."""
+        start = time.perf_counter()
+        batch = self.scheduler.schedule()
+        if not batch:
+            return []
+        outputs = self.runner.run(batch) if batch.seqs else []
+        updates = self.scheduler.postprocess(batch, outputs)
+        self.metrics.observe_step(time.perf_counter() - start, batch, updates)
+        return updates
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._drain_inbox(block=not self.scheduler.has_work)
+                if self.scheduler.has_work:
+                    for update in self.step():
+                        self._emit(update.request, update.text_delta, update.new_token_ids, update.finished)
+                self.metrics.set_queues(len(self.scheduler.running), len(self.scheduler.waiting))
+            except Exception as exc:  # a bug must fail the requests in flight, not the server
+                log.error("engine step failed:\n%s", traceback.format_exc())
+                self._fail_all(f"engine error: {type(exc).__name__}: {exc}")
+            self._flush()
+        self._fail_all("server shutting down")
+        self._flush()
+
+    def _drain_inbox(self, block: bool) -> None:
+        try:
+            item = self._inbox.get(timeout=0.5) if block else self._inbox.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            kind, payload = item
+            if kind == "add":
+                self.scheduler.add(payload)
+                self.metrics.on_arrival(len(payload.prompt_ids))
+            elif kind == "abort":
+                request = self.scheduler.abort(payload)
+                if request is not None:
+                    self._emit(request, "", [], True)
+            elif kind == "call":
+                fn, future = payload
+                try:
+                    future.set_result(fn(self))
+                except Exception as exc:
+                    future.set_exception(exc)
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+
+    def _fail_all(self, message: str) -> None:
+        for request in list(self.scheduler.running) + list(self.scheduler.waiting):
+            self.scheduler.abort(request.request_id)
+            request.finish_reason = "error"
+            self._emit(request, "", [], True, error=message)
+
+    def _flush(self) -> None:
+        """Hand this iteration's events over: one ``call_soon_threadsafe`` per event loop, not per event."""
+        if not self._outbox:
+            return
+        pending, self._outbox = self._outbox, []
+        by_loop: dict = {}
+        for sink, event in pending:
+            loop = getattr(sink, "loop", None)
+            if loop is None:
+                sink(event)
+            else:
+                by_loop.setdefault(loop, []).append((sink, event))
+        for loop, pairs in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, pairs)
+            except RuntimeError:
+                pass  # that event loop is closed (server shut down)
+
+    def _emit(self, request: Request, text: str, tokens: list[int], finished: bool, error: str | None = None) -> None:
+        if finished:
+            self.metrics.on_finish(request.finish_reason or "abort")
+        self._outbox.append((request.user_data, StreamEvent(request.request_id, text, tuple(tokens), len(request.prompt_ids), len(request.output_ids),
+                         finished, request.finish_reason if finished else None,
+                         request.matched_stop if finished else None, error)))
+
+
+def _deliver(pairs: list[tuple[Sink, StreamEvent]]) -> None:
+    for sink, event in pairs:
+        sink(event)

@@ -1,0 +1,122 @@
+"""The preallocated KV pool and the per-step attention layout that addresses it.
+
+Layout: one key tensor and one value tensor of shape ``(L, num_slots, Hkv, D)`` with
+``num_slots = num_blocks * block_size``; slot ``b * block_size + i`` is token ``i`` of block ``b``.
+Which blocks belong to which request is decided by :class:`~specgauge.engine.block_manager.BlockManager`
+(pure Python); this module only turns block tables into index tensors, once per step.
+
+Attention reads whole blocks: ``k.view(L, num_blocks, block_size, Hkv, D)[layer][block_table]``.
+
+A step's tokens are laid out flat, ``(N,)``, sequence after sequence. Sequences with the same
+number of new tokens (all decodes; a verify of k+1 tokens; equal prefill chunks) form one
+:class:`AttentionGroup` that attends as one padded batch, so a layer loops over groups, never
+over requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+class KVCache:
+    """Key/value storage for every layer, allocated once."""
+
+    def __init__(self, num_layers: int, num_blocks: int, block_size: int, num_kv_heads: int,
+                 head_dim: int, dtype: torch.dtype, device: torch.device | str) -> None:
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        shape = (num_layers, num_blocks * block_size, num_kv_heads, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
+
+    def copy_slots(self, src: torch.Tensor, dst: torch.Tensor) -> None:
+        """Copy K/V of slots ``src`` to slots ``dst`` in every layer (compacting an accepted tree path)."""
+        self.k[:, dst] = self.k[:, src]
+        self.v[:, dst] = self.v[:, src]
+
+    @property
+    def nbytes(self) -> int:
+        return self.k.numel() * self.k.element_size() * 2
+
+    @staticmethod
+    def bytes_per_block(num_layers: int, block_size: int, num_kv_heads: int, head_dim: int,
+                        dtype: torch.dtype) -> int:
+        return 2 * num_layers * block_size * num_kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass
+class AttentionGroup:
+    """Sequences of one step that attend together: ``batch`` sequences of ``q_len`` new tokens each.
+
+    ``block_table`` (B, nb) lists each sequence's cache blocks (padded with block 0), so a layer
+    gathers whole blocks — keys ``Tk = nb * block_size`` — and ``mask`` (B, 1, Tq, Tk), additive
+    (0 or -inf, in the model's dtype), hides the padding and the future. A *fresh* group (no cached
+    context, so its keys are its own new tokens) uses a causal mask and needs neither tensor.
+    """
+
+    token_start: int
+    token_stop: int
+    batch: int
+    q_len: int
+    block_table: torch.Tensor | None
+    mask: torch.Tensor | None
+
+    @property
+    def fresh(self) -> bool:
+        return self.block_table is None
+
+
+@dataclass
+class ForwardBatch:
+    """Everything one cached forward needs, as tensors on the model's device."""
+
+    input_ids: torch.Tensor      # (N,)
+    positions: torch.Tensor      # (N,)
+    write_slots: torch.Tensor    # (N,) cache slot of each new token's K/V
+    groups: list[AttentionGroup]
+    logit_indices: torch.Tensor  # (M,) flat token indices whose logits are wanted
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def build_group(token_start: int, q_len: int, context_lens: list[int], block_tables: list[list[int]],
+                block_size: int, device: torch.device, dtype: torch.dtype = torch.float32,
+                tree_mask: list[list[bool]] | None = None, tree_depths: list[int] | None = None,
+                ) -> tuple[AttentionGroup, torch.Tensor, torch.Tensor]:
+    """Index tensors for sequences with ``q_len`` new tokens after ``context_lens`` cached ones.
+
+    New token ``j`` of a sequence is stored at position ``context + j``. By default the new
+    tokens form a chain (causal). For a draft *tree* (verification of several branches in one
+    forward), ``tree_mask`` (Tq x Tq, shared by the group) says which new tokens query ``i`` sees
+    (its ancestors and itself) and ``tree_depths`` (Tq) gives each token's depth, so its RoPE
+    position is ``context + depth`` while its storage position stays ``context + j``.
+
+    Returns the group, the new tokens' RoPE positions (B*Tq,) and their write slots (B*Tq,).
+    """
+    batch = len(context_lens)
+    max_blocks = max(len(t) for t in block_tables)
+    table = torch.tensor([t + [0] * (max_blocks - len(t)) for t in block_tables], dtype=torch.long)  # (B, nb)
+    ctx = torch.tensor(context_lens, dtype=torch.long).unsqueeze(1)  # (B, 1)
+    stored = ctx + torch.arange(q_len).unsqueeze(0)  # (B, Tq) storage positions
+    write_slots = table.gather(1, stored // block_size) * block_size + stored % block_size  # (B, Tq)
+    depths = torch.tensor(tree_depths, dtype=torch.long) if tree_depths is not None else torch.arange(q_len)
+    positions = ctx + depths.unsqueeze(0)  # (B, Tq) RoPE positions
+    if max(context_lens) == 0 and tree_mask is None:
+        group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None)
+    else:
+        keys = torch.arange(max_blocks * block_size).view(1, 1, -1)  # (1, 1, Tk) key storage positions
+        visible = keys <= stored.unsqueeze(2)  # (B, Tq, Tk) causal; also hides padded blocks
+        if tree_mask is not None:
+            new = torch.tensor(tree_mask, dtype=torch.bool)  # (Tq, Tq) query i sees new token j
+            offset = keys - ctx.unsqueeze(2)  # (B, 1, Tk) index among the new tokens (< 0: cached)
+            among_new = (offset >= 0) & (offset < q_len)
+            sees_new = new[:, offset.clamp(0, q_len - 1).squeeze(1)].permute(1, 0, 2)  # (B, Tq, Tk)
+            visible = torch.where(among_new, sees_new, offset < 0)
+        mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, float("-inf"))
+        group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len,
+                               table.to(device), mask.unsqueeze(1).to(device))
+    return group, positions.reshape(-1), write_slots.reshape(-1)

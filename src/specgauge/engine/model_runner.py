@@ -1,0 +1,77 @@
+"""Runs a scheduled batch through the model: flat ragged layout → one cached forward → sampling.
+
+A speculative runner later replaces :meth:`ModelRunner.run` with draft-then-verify; it returns
+the same :class:`~specgauge.engine.scheduler.SeqOutput` list with several tokens per request.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import torch
+
+from specgauge.engine.block_manager import BlockManager
+from specgauge.engine.kv_cache import ForwardBatch, KVCache, build_group
+from specgauge.engine.model import LlamaForCausalLM
+from specgauge.engine.sampling import make_generator, sample
+from specgauge.engine.scheduler import ScheduledBatch, ScheduledSeq, SeqOutput
+
+
+class ModelRunner:
+    """Owns the model and the KV pool; turns scheduled sequences into new tokens."""
+
+    def __init__(self, model: LlamaForCausalLM, cache: KVCache, blocks: BlockManager) -> None:
+        self.model = model
+        self.cache = cache
+        self.blocks = blocks
+        self.device = model.model.embed_tokens.weight.device
+
+    def build_forward_batch(self, seqs: list[ScheduledSeq]) -> tuple[ForwardBatch, list[ScheduledSeq]]:
+        """Lay the sequences out flat, grouped by their number of new tokens.
+
+        Returns the batch and the sequences in the order of ``logit_indices`` (those that sample).
+        """
+        ordered = sorted(seqs, key=lambda s: s.num_new)
+        input_ids: list[int] = []
+        positions, slots, groups = [], [], []
+        logit_indices: list[int] = []
+        sampling_seqs: list[ScheduledSeq] = []
+        for q_len, members in groupby(ordered, key=lambda s: s.num_new):
+            members = list(members)
+            token_start = len(input_ids)
+            for seq in members:
+                input_ids.extend(seq.request.token_ids(seq.start, seq.start + seq.num_new))
+            group, group_positions, group_slots = build_group(
+                token_start, q_len, [s.start for s in members],
+                [self.blocks.table(s.request.request_id).blocks for s in members],
+                self.blocks.block_size, self.device, self.model.attention_dtype)
+            groups.append(group)
+            positions.append(group_positions)
+            slots.append(group_slots)
+            for i, seq in enumerate(members):
+                if seq.samples:
+                    logit_indices.append(token_start + (i + 1) * q_len - 1)
+                    sampling_seqs.append(seq)
+        batch = ForwardBatch(
+            input_ids=torch.tensor(input_ids, dtype=torch.long, device=self.device),
+            positions=torch.cat(positions).to(self.device),
+            write_slots=torch.cat(slots).to(self.device),
+            groups=groups,
+            logit_indices=torch.tensor(logit_indices, dtype=torch.long, device=self.device),
+        )
+        return batch, sampling_seqs
+
+    @torch.inference_mode()
+    def run(self, batch: ScheduledBatch) -> list[SeqOutput]:
+        """One forward over the batch; every sequence that reached its end gets one sampled token."""
+        forward_batch, sampling_seqs = self.build_forward_batch(batch.seqs)
+        logits, _ = self.model.forward_cached(forward_batch, self.cache)  # (M, V)
+        tokens: dict[int, int] = {}
+        if sampling_seqs:
+            for seq in sampling_seqs:
+                if seq.request.generator is None and not seq.request.params.greedy:
+                    seq.request.generator = make_generator(seq.request.params, self.device)
+            picked = sample(logits, [s.request.params for s in sampling_seqs],
+                            [s.request.generator for s in sampling_seqs])
+            tokens = {id(seq): token for seq, token in zip(sampling_seqs, picked)}
+        return [SeqOutput([tokens[id(seq)]] if id(seq) in tokens else [], seq.num_new) for seq in batch.seqs]

@@ -1,0 +1,48 @@
+"""Sampling parameters and the batched sampler: greedy, temperature, top-k, top-p, per-request seed."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from specgauge.engine.sampling_params import SamplingParams
+
+__all__ = ["SamplingParams", "make_generator", "sample"]
+
+
+def make_generator(params: SamplingParams, device: torch.device | str) -> torch.Generator | None:
+    """The request's own random stream (seeded when it asked for a seed), or None for greedy."""
+    if params.greedy:
+        return None
+    generator = torch.Generator(device=device)
+    generator.manual_seed(params.seed if params.seed is not None else random.randrange(2**63))
+    return generator
+
+
+def sample(logits: torch.Tensor, params: list[SamplingParams],
+           generators: list[torch.Generator | None]) -> list[int]:
+    """Pick one token per row of ``logits`` (M, V) under each row's parameters."""
+    choice = logits.argmax(dim=-1)  # (M,)
+    rows = [i for i, p in enumerate(params) if not p.greedy]
+    if not rows:
+        return choice.tolist()
+    sub = logits[rows].float()  # (R, V)
+    temps = torch.tensor([params[i].temperature for i in rows], device=sub.device).unsqueeze(1)
+    sorted_logits, sorted_idx = torch.sort(sub / temps, dim=-1, descending=True)  # (R, V)
+    vocab = sub.shape[-1]
+    ranks = torch.arange(vocab, device=sub.device).unsqueeze(0)  # (1, V)
+    top_k = torch.tensor([params[i].top_k if params[i].top_k > 0 else vocab for i in rows],
+                         device=sub.device).unsqueeze(1)
+    drop = ranks >= top_k  # (R, V)
+    probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)
+    top_p = torch.tensor([params[i].top_p for i in rows], device=sub.device).unsqueeze(1)
+    mass_before = probs.cumsum(-1) - probs  # (R, V) probability of strictly better tokens
+    drop |= mass_before >= top_p
+    drop[:, 0] = False  # always keep the best token
+    probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)  # (R, V)
+    out = choice.tolist()
+    for row, i in enumerate(rows):
+        pick = torch.multinomial(probs[row], 1, generator=generators[i])
+        out[i] = int(sorted_idx[row, pick])
+    return out

@@ -1,0 +1,63 @@
+"""Helpers the engine tests import (pytest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from specgauge.engine.block_manager import BlockManager
+from specgauge.engine.kv_cache import KVCache
+from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, load_model, save_model
+from specgauge.engine.model_runner import ModelRunner
+
+
+def make_engine(model_dir, **scheduler_overrides):
+    from specgauge.engine.engine import Engine, EngineConfig
+    from specgauge.engine.scheduler import SchedulerConfig
+
+    engine_keys = {"num_blocks", "block_size", "max_model_len"}
+    engine_kwargs = {k: scheduler_overrides.pop(k) for k in list(scheduler_overrides) if k in engine_keys}
+    config = EngineConfig(model_dir=str(model_dir), threads=1, scheduler=SchedulerConfig(**scheduler_overrides),
+                          **engine_kwargs)
+    return Engine(config)
+
+
+def wait_idle(engine, timeout: float = 10.0) -> None:
+    """Wait until the engine has no running or waiting request, then check the KV pool."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = engine.call(lambda e: (len(e.scheduler.running), len(e.scheduler.waiting), e.blocks.num_free_blocks))
+        if state[:2] == (0, 0):
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"engine not idle after {timeout}s: running, waiting, free = {state}")
+        time.sleep(0.02)
+    engine.check_integrity()
+    assert engine.blocks.num_free_blocks == engine.blocks.num_blocks, "KV blocks leaked"
+
+
+def make_model(tmp_path, **overrides):
+    """A random 4-layer GQA model saved in bf16: (reference loaded for `forward`, prepared copy)."""
+    values = dict(vocab_size=101, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                  tie_word_embeddings=False)
+    values.update(overrides)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**values))
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    save_model(model, tmp_path, dtype=torch.bfloat16)  # stored bf16 like the shipped target
+    reference = load_model(tmp_path)                    # upcast to fp32
+    cached = load_model(tmp_path)
+    cached.prepare_for_inference(128)
+    return reference, cached
+
+
+def runner_for(model, num_blocks=64, block_size=4, dtype=torch.float32):
+    """A runner with its own KV pool for ``model``; returns (runner, block manager)."""
+    cfg = model.config
+    blocks = BlockManager(num_blocks, block_size)
+    cache = KVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, cfg.head_size,
+                    dtype, "cpu")
+    return ModelRunner(model, cache, blocks), blocks

@@ -1,0 +1,64 @@
+"""`specgauge serve` as a subprocess: EngineProcess start/stop, crash-at-start error, CLI errors."""
+
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from specgauge.engine.launch import EngineProcess, EngineStartError
+
+
+def test_engine_process_serves_and_stops_cleanly(tiny_model_dir):
+    with EngineProcess(["--model", str(tiny_model_dir), "--served-model-name", "tiny", "--threads", "1"]) as proc:
+        assert proc.url.startswith("http://127.0.0.1:")
+        models = httpx.get(proc.url + "/v1/models").json()
+        assert models["data"][0]["id"] == "tiny"
+        out = httpx.post(proc.url + "/v1/completions", json={"model": "tiny", "prompt": "hi", "max_tokens": 3},
+                         timeout=30).json()
+        assert out["usage"]["completion_tokens"] >= 1
+        process = proc.process
+    assert process.poll() is not None
+    assert process.returncode in (0, -15)
+
+
+def test_engine_process_reports_a_crash_at_start_with_the_log_tail(tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(EngineStartError) as info:
+        EngineProcess(["--model", str(tmp_path)], start_timeout=60).start()
+    message = str(info.value)
+    assert "exited with code" in message and "last log lines" in message
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_serve_without_a_model_is_one_line_exit_2(tmp_path):
+    result = run_cli("serve", "--model", str(tmp_path / "missing"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "no model at" in result.stderr and "--model" in result.stderr
+
+
+def test_serve_rejects_bad_flags_in_one_line():
+    result = run_cli("serve", "--max-running-requests", "0")
+    assert result.returncode == 2 and "must be positive" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cli_import_does_not_import_torch():
+    code = "import sys, specgauge.cli, specgauge.engine.commands, specgauge.engine.launch; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_serve_without_the_engine_extra_names_it():
+    code = (
+        "import importlib.util, sys\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else real(name, *a)\n"
+        "from specgauge.cli import main\n"
+        "main(['serve'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "pip install 'specgauge[engine]'" in result.stderr and "torch" in result.stderr

@@ -1,0 +1,75 @@
+"""The OpenAI Python SDK, as a real client over loopback HTTP, against the running server."""
+
+import openai
+import pytest
+
+
+@pytest.fixture
+def client(server):
+    with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=30) as c:
+        yield c
+
+
+def test_models_lists_the_served_model(client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["specgauge-target"]
+
+
+def test_completion_non_streaming_and_streaming_agree(client):
+    args = dict(model="specgauge-target", prompt="def add(a, b):", max_tokens=12, temperature=0,
+                extra_body={"ignore_eos": True})
+    full = client.completions.create(**args)
+    assert full.choices[0].finish_reason == "length"
+    assert full.usage.completion_tokens == 12 and full.usage.prompt_tokens > 0
+    assert full.usage.total_tokens == full.usage.prompt_tokens + 12
+    chunks = list(client.completions.create(**args, stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == full.choices[0].text
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 12
+    finals = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finals == ["length"]
+    counts = [c.model_extra["completion_tokens"] for c in chunks if c.choices]
+    assert counts == sorted(counts) and counts[-1] == 12  # the documented cumulative extra field
+
+
+def test_chat_non_streaming_and_streaming_agree(client):
+    args = dict(model="specgauge-target", messages=[{"role": "system", "content": "Be brief."},
+                                                    {"role": "user", "content": "Hello there"}],
+                max_tokens=10, temperature=0, seed=3, extra_body={"ignore_eos": True})
+    full = client.chat.completions.create(**args)
+    assert full.object == "chat.completion"
+    assert full.choices[0].message.role == "assistant" and full.usage.completion_tokens == 10
+    stream = client.chat.completions.create(**args, stream=True)
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == full.choices[0].message.content
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+def test_sampling_with_a_seed_is_reproducible(client):
+    args = dict(model="specgauge-target", prompt="The quick", max_tokens=16, temperature=1.0, top_p=0.9,
+                seed=1234, extra_body={"ignore_eos": True, "top_k": 50})
+    first = client.completions.create(**args).choices[0].text
+    assert client.completions.create(**args).choices[0].text == first
+
+
+def test_stop_string_ends_with_stop_and_is_not_returned(client):
+    base = dict(model="specgauge-target", prompt="class Stack:", max_tokens=30, temperature=0,
+                extra_body={"ignore_eos": True})
+    text = client.completions.create(**base).choices[0].text
+    assert len(text) > 4
+    stop = text[2:4]
+    cut = client.completions.create(**base, stop=[stop])
+    assert cut.choices[0].finish_reason == "stop"
+    assert cut.choices[0].text == text[:text.index(stop)]
+    streamed = "".join(c.choices[0].text for c in client.completions.create(**base, stop=stop, stream=True))
+    assert streamed == cut.choices[0].text
+
+
+def test_sdk_sees_openai_errors(client):
+    with pytest.raises(openai.BadRequestError) as info:
+        client.completions.create(model="specgauge-target", prompt="x", max_tokens=5, temperature=-1)
+    assert info.value.body["param"] == "temperature"
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model="gpt-9", prompt="x", max_tokens=5)
