@@ -177,8 +177,12 @@ def test_pngs_json_and_csv_beside_the_report(comparison_dir, recorded):
     rows = list(csv.DictReader((directory / "sweep.csv").open()))
     assert [int(r["concurrency"]) for r in rows] == sorted(p.concurrency for p in recorded.sweep)
     by_concurrency = {p.concurrency: p for p in recorded.sweep}
-    for row in rows:
-        assert float(row["ratio"]) == pytest.approx(by_concurrency[int(row["concurrency"])].ratio)
+    for row in rows:                                       # one column per figure, no JSON in cells
+        point = by_concurrency[int(row["concurrency"])]
+        assert float(row["ratio"]) == pytest.approx(point.ratio)
+        assert float(row["tpot_ratio_ci_low"]) == pytest.approx(point.tpot_ratio.ci_low)
+        assert float(row["speculative_ttft_ms_p99"]) == pytest.approx(point.speculative.ttft_ms.p99)
+        assert not any(cell.startswith("{") for cell in row.values())
 
 
 def test_rendering_is_deterministic(recorded, tmp_path):

@@ -365,13 +365,25 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one level of ``outer_inner`` keys (``baseline_ttft_ms_p50``)."""
+    if not isinstance(value, dict):
+        return {prefix: value}
+    flat: dict[str, Any] = {}
+    for key, inner in value.items():
+        flat.update(_flatten(inner, f"{prefix}_{key}" if prefix else str(key)))
+    return flat
+
+
 def sweep_rows(data: ReportData) -> list[dict[str, Any]]:
-    """The sweep as flat rows: the comparison's points, or the one run's."""
+    """The sweep as flat rows (one column per figure): the comparison's points, or the one run's."""
     if data.comparison is not None:
-        return [p.model_dump(mode="json") for p in sorted(data.comparison.sweep, key=lambda p: p.concurrency)]
-    return [{"concurrency": p.concurrency, "output_tokens_per_s": p.output_tokens_per_s, "ttft_ms": p.ttft_ms,
-             "tpot_ms": p.tpot_ms, "accept_length": p.accept_length, "num_ok": p.num_ok,
-             "num_errors": p.num_errors, "flagged": p.flagged, "flag_reason": p.flag_reason}
+        return [_flatten(p.model_dump(mode="json"))
+                for p in sorted(data.comparison.sweep, key=lambda p: p.concurrency)]
+    return [_flatten({"concurrency": p.concurrency, "output_tokens_per_s": p.output_tokens_per_s,
+                      "ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "accept_length": p.accept_length,
+                      "num_ok": p.num_ok, "num_errors": p.num_errors, "flagged": p.flagged,
+                      "flag_reason": p.flag_reason})
             for p in data.arms[0].points]
 
 
