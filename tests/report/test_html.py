@@ -145,7 +145,9 @@ def test_recommendation_arms_definitions_and_provenance(comparison_dir, recorded
         s for s in ("SGLang", "vLLM", "specgauge (embedded engine)") if s in recommendation}
     assert html.count('<button class="copy"') == len(recorded.recommendation.settings)
     warnings = page.text_by_section["warnings"]
-    assert f"{recorded.losslessness.mismatches} of {recorded.losslessness.compared}" in warnings
+    lossless = recorded.losslessness
+    assert (f"{lossless.mismatches} of {lossless.compared} request pairs differ" if lossless.mismatches
+            else f"all {lossless.compared} request pairs gave the same text") in warnings
     for warning in recorded.health:
         assert warning.message in warnings
     terms = [term for term, _ in metric_definitions()]
@@ -375,3 +377,17 @@ def test_one_arm_report_shows_flagged_points(tmp_path):
     throughput = next(p for p in plots if p.name == "throughput")
     legend = [t.get_text() for t in throughput.figure.axes[0].get_legend().get_texts()]
     assert "flagged point (errors)" in legend
+
+
+@pytest.mark.parametrize("losslessness, expected", [
+    ({"checked": True, "compared": 12, "mismatches": 0, "mismatch_rate": 0.0},
+     "lossless: all 12 request pairs gave the same text at temperature 0."),
+    ({"checked": False, "reason": "temperature 0.7 > 0"}, "losslessness not checked: temperature 0.7 > 0"),
+])
+def test_losslessness_lines(recorded, losslessness, expected):
+    from specgauge.compare.model import Losslessness
+
+    result = recorded.model_copy(update={"losslessness": Losslessness(**losslessness), "health": ()})
+    data = report_from_compare(result)
+    page = scan(html_document(data, build_plots(data)))
+    assert " ".join(page.text_by_section["warnings"].split()) == "Losslessness and health" + expected
