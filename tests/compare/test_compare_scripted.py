@@ -83,8 +83,11 @@ def test_cli_with_launch_commands_runs_rounds_one_arm_after_the_other(tmp_path):
         "--speculative-cmd", launch_command({"ttft_s": 0.003, "chunk_delay_s": 0.004, "num_chunks": 4,
                                              "tokens_per_chunk": 3, "sglang_meta": {"spec_accept_length": 3.0}}),
         "--domains", "coding", "--concurrency", "1,4", "--num-requests", "4", "--sweep-requests", "8",
-        "--rounds", "2", "--warmup", "0", "--resamples", "200", "--output-json", str(out), "--db", str(tmp_path / "c.db"))
+        "--rounds", "2", "--warmup", "0", "--resamples", "200", "--output-json", str(out),
+        "--output-dir", str(tmp_path / "report"), "--db", str(tmp_path / "c.db"))
     assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0
+    assert json.loads((tmp_path / "report" / "verdict.json").read_text()) == json.loads(out.read_text())
     document = json.loads(out.read_text())
     assert set(document) >= {"single_stream", "sweep", "crossover_concurrency", "recommended_disable_above"}
     assert CONTRACT_SINGLE <= set(document["single_stream"][0])
