@@ -218,7 +218,7 @@ def _recommendation_section(data: ReportData) -> str:
     verification = result.verification
     if verification is not None:
         rows = ([str(p.concurrency), number(p.baseline_tok_s), number(p.thresholded_tok_s),
-                 _ratio_cell(p.ratio, p.ci_low, p.ci_high), "worse" if p.worse_beyond_noise else "no"]
+                 _ratio_cell(p.ratio, p.ci_low, p.ci_high), "yes" if p.worse_beyond_noise else "no"]
                 for p in verification.points)
         verdict = "never worse than the baseline" if verification.never_worse else \
             "worse than the baseline at some point"
