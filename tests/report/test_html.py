@@ -229,9 +229,23 @@ def test_crossover_band_with_an_open_upper_end():
 
 # -- the command -------------------------------------------------------------------------------
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def cli_here(capsys):
+    """The entry point of ``python -m specgauge`` (``specgauge.cli.main``) run in this process,
+    without an interpreter start-up per call; returns what :func:`cli` returns."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
+
+    return run
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, needle: str) -> None:
@@ -260,18 +274,19 @@ def test_report_of_a_bench_run_end_to_end(tmp_path):
     assert sorted(p.name for p in (out / "plots").iterdir()) == sorted(f"{n}.png" for n in page.plots)
 
 
-def test_report_html_only_and_the_default_directory(tmp_path):
+def test_report_html_only_and_the_default_directory(tmp_path, cli_here, monkeypatch):
     db = tmp_path / "r.db"
     run_id = stored_bench_run(db, concurrencies=(1, 2), requests_per_point=4)
-    result = cli("report", str(run_id), "--db", str(db), "--html", str(tmp_path / "only.html"))
+    result = cli_here("report", str(run_id), "--db", str(db), "--html", str(tmp_path / "only.html"))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "only.html").is_file() and not (tmp_path / "plots").exists()
-    result = cli("report", str(run_id), "--db", str(db), cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = cli_here("report", str(run_id), "--db", str(db))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / f"report-{run_id}" / "report.html").is_file()
 
 
-def test_report_of_a_stored_comparison(tmp_path, recorded):
+def test_report_of_a_stored_comparison(tmp_path, recorded, cli_here):
     db = tmp_path / "r.db"
     run_id = stored_bench_run(db, concurrencies=(1,), requests_per_point=2)
     with Store.open(db) as store:
@@ -279,25 +294,16 @@ def test_report_of_a_stored_comparison(tmp_path, recorded):
         store.link_comparison_run(comparison_id, run_id, arm="baseline", stage="sweep", round=0)
         store.finish_comparison(comparison_id, status="done", result=recorded.model_dump(mode="json"))
     out = tmp_path / "cmp"
-    result = cli("report", f"c{comparison_id}", "--db", str(db), "--output-dir", str(out))
+    result = cli_here("report", f"c{comparison_id}", "--db", str(db), "--output-dir", str(out))
     assert result.returncode == 0, result.stderr
     assert recorded.verdict_lines[0] in " ".join(result.stdout.split())
     assert "single stream, per domain" in result.stdout and "concurrency sweep" in result.stdout
     assert CompareResult.model_validate_json((out / "verdict.json").read_text()) == recorded
-    hint = cli("report", str(run_id), "--db", str(db), "--output-dir", str(tmp_path / "one"))
+    hint = cli_here("report", str(run_id), "--db", str(db), "--html", str(tmp_path / "one.html"))
     assert hint.returncode == 0 and f"specgauge report c{comparison_id}" in hint.stderr
 
 
-def test_report_errors_are_one_line(tmp_path, capsys):
-    """The same entry point as ``python -m specgauge`` (``specgauge.cli.main``), run in-process."""
-
-    def cli_here(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
-
+def test_report_errors_are_one_line(tmp_path, cli_here):
     db = tmp_path / "r.db"
     stored_bench_run(db, concurrencies=(1,), requests_per_point=2)
     with Store.open(db) as store:
