@@ -49,7 +49,7 @@ def _arm_options(function):
     return function
 
 
-def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr: bool) -> None:
+def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr: bool, db: str) -> None:
     """Print the verdict; write verdict.json (and the report when the renderer is there)."""
     import json
 
@@ -72,6 +72,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
                       f"outputs differ" + (f"; first at character {lossless.examples[0].first_difference} of "
                                            f"prompt {lossless.examples[0].prompt_index}" if lossless.examples else ""))
     document = json.dumps(result.model_dump(mode="json"), indent=2) + "\n"
+    console.print(f"stored as comparison c{result.comparison_id} in {db} "
+                  f"(specgauge report c{result.comparison_id} --db {db} regenerates the report)")
     if output_dir:
         directory = Path(output_dir)
         try:
@@ -160,7 +162,7 @@ def compare_command(**options) -> None:
         Store.open(options["db"], create=False).close()
     result = run_async(_compare(plan, options["db"], options["verify"]))
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
-          to_stderr=options["output_json"] == "-")
+          to_stderr=options["output_json"] == "-", db=options["db"])
 
 
 async def _compare(plan, db: str, verify: bool):
@@ -296,8 +298,9 @@ def demo_command(output_dir: str, db: str | None, quick: bool) -> None:
     a concurrency sweep, the verdict, report.html and verdict.json in DIR."""
     from specgauge.compare.demo import run_demo
 
-    result = run_demo(Path(output_dir), db=Path(db) if db else None, quick=quick)
-    _emit(result, output_json=None, output_dir=output_dir, to_stderr=False)
+    store_path = Path(db) if db else Path(output_dir) / "specgauge.db"
+    result = run_demo(Path(output_dir), db=store_path, quick=quick)
+    _emit(result, output_json=None, output_dir=output_dir, to_stderr=False, db=str(store_path))
 
 
 def register(app: click.Group) -> None:

@@ -74,7 +74,8 @@ class ComparisonTables:
         """The comparison ``comparison_id``; an unknown id raises :class:`UserError`."""
         row = self._db.execute("SELECT * FROM comparisons WHERE id = ?", (comparison_id,)).fetchone()
         if row is None:
-            raise UserError(f"no comparison {comparison_id} in {self.path} (see 'specgauge compare --list')")
+            raise UserError(f"no comparison {comparison_id} in {self.path} "
+                            f"(compare and demo print the ids they store)")
         return ComparisonRow(id=row["id"], status=row["status"], started_at=row["started_at"],
                              finished_at=row["finished_at"], plan=json.loads(row["plan_json"]),
                              result=None if row["result_json"] is None else json.loads(row["result_json"]),
