@@ -64,7 +64,8 @@ async def test_abba_comparison_finds_the_crossover_and_stores_everything(tmp_pat
     assert any(line.startswith("scripted speculation speeds up single-stream coding") for line in result.verdict_lines)
     assert stored == result
     assert sorted((link.stage, link.arm) for link in links) == sorted(
-        (stage, arm) for stage in ("single:coding", "single:encyclopedic", "sweep") for arm in ("baseline", "speculative"))
+        (stage, arm) for stage in ("single:coding", "single:encyclopedic", *(f"sweep:c={c}" for c in (1, 2, 4, 8, 16)))
+        for arm in ("baseline", "speculative"))
 
 
 def launch_command(script: dict) -> str:

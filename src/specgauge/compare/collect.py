@@ -22,7 +22,7 @@ from specgauge.analysis.verdict import recommend, verdict_lines
 from specgauge.client.records import RequestRecord
 from specgauge.compare.model import (ArmDescription, ArmPoint, CompareResult, CompareSettings, Percentiles,
                                      SingleStreamDomain, StageRuns, SuiteInfo, SweepPoint)
-from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE
+from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
 from specgauge.store import Store
 from specgauge.store.sqlite_store import utc_now
 
@@ -206,7 +206,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                     domain=stage_name[len(SINGLE_PREFIX):], baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
                     speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high,
                     accept_length=mean_accept_length(spec.records), **common))
-            else:
+            elif stage_name.startswith(SWEEP_PREFIX):
                 sweep.append(SweepPoint(
                     concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
                     ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, **common))

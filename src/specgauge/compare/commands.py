@@ -12,9 +12,27 @@ import click
 
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
-from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
+from specgauge.load.commands import (EXIT_TERMINATED, _NumberList, _one_line_validation_error,
+                                     _terminate_on_sigterm, _write_text)
 
 EXIT_REGRESSION = 1
+
+
+def _run(work):
+    """Run a coroutine; SIGTERM cancels it like Ctrl-C, so launched arms are stopped on the way out."""
+    import asyncio
+
+    from specgauge.load.runner import run_async
+
+    async def guarded():
+        _terminate_on_sigterm()
+        return await work
+
+    try:
+        return run_async(guarded())
+    except asyncio.CancelledError:
+        click.echo("specgauge: terminated", err=True)
+        raise click.exceptions.Exit(EXIT_TERMINATED) from None
 
 
 def _names(value: str | None) -> tuple[str, ...]:
@@ -102,7 +120,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--concurrency", type=_NumberList(int), default="1,4,16,64", show_default=True)
 @click.option("--num-requests", type=click.IntRange(min=1), default=12, show_default=True,
               help="single-stream requests per domain and arm")
-@click.option("--sweep-requests", type=click.IntRange(min=1), help="requests per sweep point (default max(16, 4c))")
+@click.option("--sweep-requests", type=click.IntRange(min=1),
+              help="requests per sweep point and arm (default max(16, 2 x concurrency))")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="output tokens per request (else the suite's)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
@@ -131,7 +150,6 @@ def compare_command(**options) -> None:
 
     from pydantic import ValidationError
 
-    from specgauge.load.runner import run_async
     from specgauge.store import Store
 
     api_key = options["api_key"] or os.environ.get("OPENAI_API_KEY")
@@ -160,7 +178,7 @@ def compare_command(**options) -> None:
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
-    result = run_async(_compare(plan, options["db"], options["verify"]))
+    result = _run(_compare(plan, options["db"], options["verify"]))
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
 
@@ -182,7 +200,6 @@ async def _compare(plan, db: str, verify: bool):
 
 def _against_baseline(options: dict, api_key: str | None) -> int:
     from specgauge.compare.regression import run_against_baseline
-    from specgauge.load.runner import run_async
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
@@ -202,7 +219,7 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
                 start_timeout_s=options["start_timeout"], seed=options["seed"], resamples=options["resamples"],
                 min_effect=options["min_effect"])
 
-        report = run_async(work())
+        report = _run(work())
     _print_regressions(report)
     if options["output_json"]:
         import dataclasses
@@ -299,7 +316,7 @@ def demo_command(output_dir: str, db: str | None, quick: bool) -> None:
     from specgauge.compare.demo import run_demo
 
     store_path = Path(db) if db else Path(output_dir) / "specgauge.db"
-    result = run_demo(Path(output_dir), db=store_path, quick=quick)
+    result = _run(run_demo(Path(output_dir), db=store_path, quick=quick))
     _emit(result, output_json=None, output_dir=output_dir, to_stderr=False, db=str(store_path))
 
 

@@ -52,17 +52,16 @@ def demo_plan(*, quick: bool = False) -> ComparePlan:
         speculative=ArmConfig(name="speculative", kind="engine", value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
         api="openai-chat", domains=("coding", "encyclopedic"),
         concurrency=(1, 4, 16) if quick else (1, 4, 16, 64),
-        num_requests_single=3 if quick else 6, num_requests_sweep=16 if quick else 64,
+        num_requests_single=3 if quick else 6, sweep_min_requests=4 if quick else 8, sweep_requests_per_user=1,
         max_tokens=32 if quick else 64, warmup=1, seed=0, temperature=0.0, label="EAGLE-3",
         bootstrap_resamples=1000)
 
 
-def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False) -> CompareResult:
+async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False) -> CompareResult:
     """Run the demo into ``output_dir`` (its store: ``output_dir/specgauge.db`` unless ``db``)."""
     from rich.console import Console
 
     from specgauge.compare.orchestrate import run_comparison
-    from specgauge.load.runner import run_async
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
@@ -80,8 +79,5 @@ def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False) -
                   f"{', '.join(map(str, plan.concurrency))}")
     progress = RichProgress(console)
 
-    async def work() -> CompareResult:
-        with Store.open(db or output_dir / "specgauge.db") as store:
-            return await run_comparison(plan, store, progress, on_stage=lambda text: console.print(f"[bold]{text}"))
-
-    return run_async(work())
+    with Store.open(db or output_dir / "specgauge.db") as store:
+        return await run_comparison(plan, store, progress, on_stage=lambda text: console.print(f"[bold]{text}"))

@@ -201,7 +201,7 @@ class SuiteInfo(_Frozen):
 class StageRuns(_Frozen):
     """The bench runs behind one stage (a domain's single stream or the sweep), one per round."""
 
-    stage: str                     # "single:<domain>" or "sweep"
+    stage: str                     # "single:<domain>", "single" (a suite file split by domain) or "sweep:c=<n>"
     suite: SuiteInfo
     baseline_run_ids: tuple[int, ...]
     speculative_run_ids: tuple[int, ...]

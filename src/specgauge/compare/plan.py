@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from specgauge.compare.arms import ArmSpec
 from specgauge.load.bench_config import BenchConfig
 
-SWEEP_STAGE = "sweep"
+SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
 SINGLE_PREFIX = "single:"
 SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
 
@@ -43,7 +43,10 @@ class ComparePlan(BaseModel):
 
     Single stream per domain (each built-in domain suite at concurrency 1, or ``suite`` split by
     its domain tags), then the concurrency sweep on ``sweep_suite`` (default: ``suite``, else the
-    first domain's suite). ``rounds`` repeats everything; rounds pool as more requests.
+    first domain's suite), one run per arm and concurrency so that each point has its own request
+    count: ``num_requests_sweep`` when given, else max(``sweep_min_requests``,
+    ``sweep_requests_per_user`` x concurrency). ``rounds`` repeats everything; rounds pool as more
+    requests.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,7 +59,9 @@ class ComparePlan(BaseModel):
     sweep_suite: str | None = None
     concurrency: tuple[int, ...] = (1, 4, 16, 64)
     num_requests_single: int = Field(default=12, ge=1)
-    num_requests_sweep: int | None = Field(default=None, ge=1)
+    num_requests_sweep: int | None = Field(default=None, ge=1)   # fixed count per sweep point; else scaled:
+    sweep_requests_per_user: int = Field(default=2, ge=1)        # max(sweep_min_requests, this x concurrency)
+    sweep_min_requests: int = Field(default=16, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
     seed: int = 0
     temperature: float = Field(default=0.0, ge=0)
@@ -101,10 +106,15 @@ class ComparePlan(BaseModel):
             stages += [Stage(name=SINGLE_PREFIX + d, suite=d, concurrency=(1,), num_requests=self.num_requests_single)
                        for d in self.domains]
         sweep_suite = self.sweep_suite or self.suite or (self.domains[0] if self.domains else "mixed")
-        if self.concurrency:
-            stages.append(Stage(name=SWEEP_STAGE, suite=sweep_suite, concurrency=self.concurrency,
-                                num_requests=self.num_requests_sweep))
+        stages += [Stage(name=f"{SWEEP_PREFIX}{c}", suite=sweep_suite, concurrency=(c,),
+                         num_requests=self.sweep_requests(c)) for c in self.concurrency]
         return stages
+
+    def sweep_requests(self, concurrency: int) -> int:
+        """Measured requests per arm at one sweep concurrency."""
+        if self.num_requests_sweep is not None:
+            return self.num_requests_sweep
+        return max(self.sweep_min_requests, self.sweep_requests_per_user * concurrency)
 
     def bench_config(self, stage: Stage, url: str) -> BenchConfig:
         """The bench settings of one arm's run of ``stage``: identical for both arms but the URL."""
