@@ -126,3 +126,35 @@ def test_cli_misuse_is_one_line_and_exit_2(tmp_path, args, message):
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
     assert not (tmp_path / "c.db").exists()
+
+
+def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
+    import signal
+    import time
+    import uuid
+
+    marker = uuid.uuid4().hex
+    arm_pattern = f"--port [0-9]+ --script .*{marker}"     # the launched arm (compare's own argv has {{port}})
+    slow = launch_command({"ttft_s": 0.01, "chunk_delay_s": 0.05, "num_chunks": 40, "token_text": marker})
+    process = subprocess.Popen([sys.executable, "-m", "specgauge", "compare", "--api", "sglang", "--baseline-cmd", slow,
+                                "--speculative-cmd", slow, "--domains", "coding", "--concurrency", "1",
+                                "--db", str(tmp_path / "c.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = subprocess.run(["pgrep", "-f", arm_pattern], capture_output=True, text=True).stdout.split()
+            if found:
+                break
+            time.sleep(0.2)
+        assert found, "the launched arm never started"
+        time.sleep(1.5)                                   # requests are in flight now
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, stderr
+    assert "terminated" in stderr
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", arm_pattern], capture_output=True).returncode == 1   # no arm left behind
