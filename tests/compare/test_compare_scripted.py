@@ -143,7 +143,7 @@ def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            found = subprocess.run(["pgrep", "-f", arm_pattern], capture_output=True, text=True).stdout.split()
+            found = subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True, text=True).stdout.split()
             if found:
                 break
             time.sleep(0.2)
@@ -157,4 +157,4 @@ def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
     assert process.returncode == 143, stderr
     assert "terminated" in stderr
     time.sleep(0.5)
-    assert subprocess.run(["pgrep", "-f", arm_pattern], capture_output=True).returncode == 1   # no arm left behind
+    assert subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True).returncode == 1   # no arm left behind
