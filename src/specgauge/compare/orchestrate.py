@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
 from specgauge.compare.model import (ArmDescription, CompareResult, CompareSettings, StageRuns, SuiteInfo)
-from specgauge.compare.plan import ComparePlan, Stage
+from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, close_run, open_run, run_point_at
 from specgauge.report.progress import BenchProgress, NullProgress
@@ -30,10 +30,11 @@ ARMS = ("baseline", "speculative")
 
 
 class StageProgress:
-    """Forwards bench progress, with each point labelled by arm and stage (``speculative sweep c=4``)."""
+    """Forwards bench progress, with each point labelled by arm and stage (``spec sweep c=4``)."""
 
     def __init__(self, inner: BenchProgress, arm: str, stage: str) -> None:
-        self._inner, self._prefix = inner, f"{arm[:4]} {stage}"
+        shown = "sweep" if stage.startswith(SWEEP_PREFIX) else stage   # the point label says c=N already
+        self._inner, self._prefix = inner, f"{arm[:4]} {shown}"
 
     def run_started(self, run_id: int, num_points: int, *, resumed: bool) -> None:
         self._inner.run_started(run_id, num_points, resumed=resumed)
