@@ -158,3 +158,22 @@ def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
     assert "terminated" in stderr
     time.sleep(0.5)
     assert subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True).returncode == 1   # no arm left behind
+
+
+async def test_a_suite_file_is_split_by_its_domain_tags(tmp_path):
+    from specgauge.suites.model import Suite, write_suite_jsonl
+
+    suite = Suite.model_validate({"name": "traffic", "version": 1, "requests": [
+        {"domain": domain, "messages": [{"role": "user", "content": f"{domain} question {i}"}], "max_tokens": 16}
+        for i in range(3) for domain in ("support", "sql")]})
+    path = tmp_path / "traffic.jsonl"
+    write_suite_jsonl(suite, path)
+    baseline, speculative = crossing_pair()
+    with baseline, speculative, Store.open(tmp_path / "c.db") as store:
+        result = await run_comparison(url_plan(baseline.url, speculative.url, suite=str(path), concurrency=(1, 4),
+                                               num_requests_single=12, num_requests_sweep=8), store)
+    assert [d.domain for d in result.single_stream] == ["sql", "support"]
+    assert all(d.baseline.num_ok + d.speculative.num_ok == 12 for d in result.single_stream)
+    assert all(d.speedup > 1.2 for d in result.single_stream)
+    assert [s.stage for s in result.stages] == ["single", "sweep:c=1", "sweep:c=4"]
+    assert {s.suite.name for s in result.stages} == {"traffic"}
