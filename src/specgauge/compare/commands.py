@@ -159,8 +159,12 @@ def compare_command(**options) -> None:
         raise click.UsageError("--allow-suite-change / --allow-server-change need --against-baseline")
     baseline = _arm("baseline", options["baseline"], options["baseline_cmd"], options["baseline_engine"])
     speculative = _arm("speculative", options["speculative"], options["speculative_cmd"], options["speculative_engine"])
-    if options["verify"] and speculative.kind != "engine":
-        raise click.UsageError("--verify re-runs the embedded engine: give the speculative arm as --speculative-engine")
+    if options["verify"]:
+        from specgauge.compare.verify import require_threshold_flag
+
+        if speculative.kind != "engine":
+            raise click.UsageError("--verify re-runs the embedded engine: give the speculative arm as --speculative-engine")
+        require_threshold_flag()
     from specgauge.compare.plan import ComparePlan
     from specgauge.suites.registry import load_suite
 

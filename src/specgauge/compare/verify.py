@@ -14,6 +14,15 @@ from specgauge.store import Store
 DISABLE_FLAG = "--speculative-disable-above"
 
 
+def require_threshold_flag() -> None:
+    """Refuse ``--verify`` up front when this build's ``specgauge serve`` has no threshold flag."""
+    from specgauge.compare.demo import serve_help
+
+    if DISABLE_FLAG not in serve_help():
+        raise UserError(f"--verify: this build's 'specgauge serve' has no {DISABLE_FLAG} option, so the "
+                        f"threshold cannot be applied")
+
+
 def thresholded_plan(plan: ComparePlan, threshold: int) -> ComparePlan:
     """The sweep only, with the speculative engine given ``--speculative-disable-above threshold``."""
     if plan.speculative.kind != "engine":
