@@ -45,16 +45,51 @@ def speculative_arm_missing() -> str | None:
     return None
 
 
-def demo_plan(*, quick: bool = False) -> ComparePlan:
-    """The demo's comparison: the same engine with speculation off and with EAGLE-3."""
+DOMAINS = ("coding", "encyclopedic")
+
+
+def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = None) -> ComparePlan:
+    """The demo's comparison: the same engine with speculation off and with EAGLE-3.
+
+    ``domain_suites`` maps a domain to the suite file it runs (the built-in suite cut to the
+    target's context, :func:`prepare_suites`).
+    """
     return ComparePlan(
         baseline=ArmConfig(name="baseline", kind="engine", value="--speculative-algorithm NONE"),
         speculative=ArmConfig(name="speculative", kind="engine", value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
-        api="openai-chat", domains=("coding", "encyclopedic"),
+        api="openai-chat", domains=DOMAINS, domain_suites=domain_suites or {},
         concurrency=(1, 4, 16) if quick else (1, 4, 16, 64),
         num_requests_single=3 if quick else 6, sweep_min_requests=4 if quick else 8, sweep_requests_per_user=1,
-        max_tokens=32 if quick else 64, warmup=1, seed=0, temperature=0.0, label="EAGLE-3",
+        max_tokens=max_tokens(quick), warmup=1, seed=0, temperature=0.0, label="EAGLE-3",
         bootstrap_resamples=1000)
+
+
+def max_tokens(quick: bool) -> int:
+    """Output tokens per demo request."""
+    return 32 if quick else 64
+
+
+def prepare_suites(output_dir: Path, *, quick: bool) -> tuple[dict[str, str], list[str]]:
+    """Each demo domain's built-in suite, cut to the requests that fit the target's context with the
+    demo's output length, written under ``output_dir/suites``; returns the map and what was cut."""
+    from specgauge.compare.fit import fitting_suite
+    from specgauge.suites.model import write_suite_jsonl
+    from specgauge.suites.registry import load_suite
+
+    directory = output_dir / "suites"
+    directory.mkdir(parents=True, exist_ok=True)
+    files, notes = {}, []
+    for domain in DOMAINS:
+        suite = load_suite(domain)
+        fitted = fitting_suite(suite, TARGET_DIR, max_tokens(quick))
+        if fitted is suite:
+            files[domain] = domain
+            continue
+        path = directory / f"{fitted.name}.jsonl"
+        write_suite_jsonl(fitted, path)
+        files[domain] = str(path)
+        notes.append(f"{domain}: {len(fitted.requests)} of {len(suite.requests)} prompts fit the target's context")
+    return files, notes
 
 
 async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False) -> CompareResult:
@@ -73,10 +108,13 @@ async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = Fa
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
-    plan = demo_plan(quick=quick)
+    domain_suites, notes = prepare_suites(output_dir, quick=quick)
+    plan = demo_plan(quick=quick, domain_suites=domain_suites)
     console.print(f"[bold]specgauge demo[/]: speculation off vs {plan.label} on the embedded engine "
                   f"({TARGET_DIR.name}); single stream on {', '.join(plan.domains)}, sweep "
                   f"{', '.join(map(str, plan.concurrency))}")
+    for note in notes:
+        console.print(f"  {note}")
     progress = RichProgress(console)
 
     with Store.open(db or output_dir / "specgauge.db") as store:

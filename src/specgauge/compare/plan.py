@@ -55,6 +55,7 @@ class ComparePlan(BaseModel):
     speculative: ArmConfig
     api: str = "openai-chat"
     domains: tuple[str, ...] = ("coding", "encyclopedic")
+    domain_suites: dict[str, str] = Field(default_factory=dict)   # domain -> suite ref (default: the built-in)
     suite: str | None = None
     sweep_suite: str | None = None
     concurrency: tuple[int, ...] = (1, 4, 16, 64)
@@ -103,9 +104,10 @@ class ComparePlan(BaseModel):
             stages.append(Stage(name=SPLIT_SINGLE_STAGE, suite=self.suite, concurrency=(1,),
                                 num_requests=self.num_requests_single))
         else:
-            stages += [Stage(name=SINGLE_PREFIX + d, suite=d, concurrency=(1,), num_requests=self.num_requests_single)
-                       for d in self.domains]
-        sweep_suite = self.sweep_suite or self.suite or (self.domains[0] if self.domains else "mixed")
+            stages += [Stage(name=SINGLE_PREFIX + d, suite=self.domain_suites.get(d, d), concurrency=(1,),
+                             num_requests=self.num_requests_single) for d in self.domains]
+        first_domain = self.domain_suites.get(self.domains[0], self.domains[0]) if self.domains else "mixed"
+        sweep_suite = self.sweep_suite or self.suite or first_domain
         stages += [Stage(name=f"{SWEEP_PREFIX}{c}", suite=sweep_suite, concurrency=(c,),
                          num_requests=self.sweep_requests(c)) for c in self.concurrency]
         return stages
