@@ -69,3 +69,13 @@ def test_losslessness_reports_mismatches_with_the_first_difference():
     assert first_difference("abc", "abc") is None
     skipped = check_losslessness(pairs, temperature=0.7)
     assert not skipped.checked and "temperature" in skipped.reason
+
+
+def test_the_same_measurement_taken_twice_far_apart_is_machine_drift():
+    from specgauge.analysis.health import drift_warnings
+
+    warnings = drift_warnings([("baseline", 83.0, 58.0, "single stream on coding and the sweep at concurrency 1"),
+                               ("speculative", 100.0, 97.0, "same")])
+    assert [w.code for w in warnings] == ["machine_drift"]
+    assert "83.0 and 58.0 tok/s (35% apart)" in warnings[0].message
+    assert drift_warnings([("baseline", None, 50.0, "x")]) == ()

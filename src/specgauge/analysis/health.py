@@ -135,6 +135,31 @@ def health_warnings(speculative: Sequence[RequestRecord], baseline: Sequence[Req
     return tuple(warnings)
 
 
+DRIFT_WARNING = 0.10   # the same arm, measured twice alike, differing by more than this
+
+
+def drift_warnings(repeats: Sequence[tuple[str, float | None, float | None, str]]) -> tuple[HealthWarning, ...]:
+    """Warnings for measurements of the same arm, suite and concurrency taken at two times.
+
+    ``repeats``: ``(arm, tok_s first, tok_s second, what was repeated)``. A difference above
+    :data:`DRIFT_WARNING` means the machine's speed changed during the comparison, by more than
+    the bootstrap intervals (which cover request-to-request variation only) account for.
+    """
+    warnings = []
+    for arm, first, second, what in repeats:
+        if not first or not second:
+            continue
+        drift = abs(first - second) / ((first + second) / 2)
+        if drift > DRIFT_WARNING:
+            warnings.append(HealthWarning(
+                code="machine_drift",
+                message=f"the {arm} arm measured twice alike ({what}) gave {first:,.1f} and {second:,.1f} tok/s "
+                        f"({drift:.0%} apart): the machine's speed drifted during the comparison; differences "
+                        f"between the arms smaller than that are noise, whatever the intervals say (use a quieter "
+                        f"machine, or --rounds 2 or more)"))
+    return tuple(warnings)
+
+
 def _weighted(bins: Sequence[PositionBin]) -> float:
     chunks = sum(b.chunks for b in bins)
     return sum(b.tokens_per_chunk * b.chunks for b in bins) / chunks

@@ -99,7 +99,9 @@ def verdict_lines(label: str, single_stream: Sequence[SingleStreamDomain], sweep
     elif crossover.kind == "never" and usable:
         lines.append(f"{label} pays at every tested concurrency (up to {usable[-1].concurrency}).")
     elif crossover.kind == "always_below" and usable:
-        lines.append(f"{label} costs throughput at every tested concurrency, already at {usable[0].concurrency}.")
+        first = usable[0]
+        lines.append(f"{label} does not raise throughput at any tested concurrency (at {first.concurrency}: ratio "
+                     f"{first.ratio:.2f}{_interval(first.ci_low, first.ci_high)}).")
     elif usable:
         lines.append("Too few sweep points to place a crossover.")
     if usable:

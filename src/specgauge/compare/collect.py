@@ -13,7 +13,7 @@ import numpy as np
 from specgauge import __version__
 from specgauge.analysis import definitions
 from specgauge.analysis.crossover import find_crossover
-from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, health_warnings,
+from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, drift_warnings, health_warnings,
                                        mean_accept_length)
 from specgauge.analysis.lossless import check_losslessness
 from specgauge.analysis.paired import RatioEstimate, ratio_of_statistic, ratio_of_sums
@@ -169,6 +169,33 @@ def paired_point(base: ArmSamples, spec: ArmSamples, rng: np.random.Generator, r
     )
 
 
+def _rate_on(records: Sequence[RequestRecord], prompts: set[int]) -> float | None:
+    ok = [r for r in records if r.ok and r.prompt_index in prompts]
+    seconds = sum((definitions.e2e_ms(r) or 0.0) for r in ok) / 1000.0
+    return sum(definitions.output_token_count(r) for r in ok) / seconds if seconds > 0 else None
+
+
+def _repeated_measurements(stages: Sequence[StageRuns], cells: dict[str, tuple[ArmSamples, ArmSamples]]
+                           ) -> list[tuple[str, float | None, float | None, str]]:
+    """A domain's single stream and the sweep's concurrency 1 on the same suite measure the same
+    prompts twice, at two times (the default sweep suite is the first domain's): each arm's
+    Σ tokens / Σ E2E over the prompts both stages sent, once per stage."""
+    suite_of = {s.stage: s.suite.content_hash for s in stages}
+    sweep_name = f"{SWEEP_PREFIX}1"
+    if sweep_name not in cells:
+        return []
+    repeats = []
+    for name, (base, spec) in cells.items():
+        if not name.startswith(SINGLE_PREFIX) or suite_of.get(name) != suite_of.get(sweep_name):
+            continue
+        what = f"{name[len(SINGLE_PREFIX):]} single stream and the sweep at concurrency 1, same prompts"
+        for arm, first, second in (("baseline", base, cells[sweep_name][0]), ("speculative", spec, cells[sweep_name][1])):
+            prompts = {r.prompt_index for r in first.records} & {r.prompt_index for r in second.records}
+            if prompts:
+                repeats.append((arm, _rate_on(first.records, prompts), _rate_on(second.records, prompts), what))
+    return repeats
+
+
 def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], settings: CompareSettings,
                  stages: Sequence[StageRuns], label: str, comparison_id: int | None = None,
                  seed: int = 0) -> CompareResult:
@@ -181,6 +208,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     all_base: list[RequestRecord] = []
     all_spec: list[RequestRecord] = []
     lossless_pairs = []
+    at_one: dict[str, tuple[ArmSamples, ArmSamples]] = {}   # concurrency-1 samples per stage
     for stage in stages:
         base_levels = _samples(store, stage.baseline_run_ids)
         spec_levels = _samples(store, stage.speculative_run_ids)
@@ -193,6 +221,8 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
             else:
                 cells.append((stage.stage, level, base_levels[level], spec_levels[level]))
         for stage_name, level, base, spec in cells:
+            if level == 1:
+                at_one[stage_name] = (base, spec)
             all_base += base.records
             all_spec += spec.records
             point = paired_point(base, spec, rng, resamples)
@@ -225,7 +255,8 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         recommended_disable_above=recommendation.disable_above, recommendation=recommendation,
         verdict_lines=verdict_lines(label, single, sweep, crossover),
         losslessness=check_losslessness(lossless_pairs, temperature=settings.temperature),
-        health=health_warnings(all_spec, all_base, settings.max_tokens),
+        health=health_warnings(all_spec, all_base, settings.max_tokens) + drift_warnings(
+            _repeated_measurements(stages, at_one)),
         tokens_per_chunk={"baseline": chunk_histogram(all_base), "speculative": chunk_histogram(all_spec)},
         acceptance_by_position=acceptance_by_position(all_spec),
         acceptance_by_domain={d.domain: d.accept_length for d in single},
