@@ -21,7 +21,7 @@ from specgauge.analysis.summary import summarize
 from specgauge.analysis.verdict import recommend, verdict_lines
 from specgauge.client.records import RequestRecord
 from specgauge.compare.model import (ArmDescription, ArmPoint, CompareResult, CompareSettings, Percentiles,
-                                     SingleStreamDomain, StageRuns, SuiteInfo, SweepPoint)
+                                     SingleStreamDomain, StageRuns, SweepPoint)
 from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
 from specgauge.store import Store
 from specgauge.store.sqlite_store import utc_now
