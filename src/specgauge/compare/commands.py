@@ -189,22 +189,25 @@ def compare_command(**options) -> None:
 
 async def _compare(plan, db: str, verify: bool):
     from specgauge.compare.orchestrate import run_comparison
+    from specgauge.compare.progress import ComparisonProgress
     from specgauge.compare.verify import verify_threshold
-    from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
-    progress = RichProgress()
-    with Store.open(db) as store:
-        result = await run_comparison(plan, store, progress,
-                                      on_stage=lambda text: progress.console.print(f"[bold]{text}"))
-        if verify:
-            result = await verify_threshold(plan, store, result, progress)
+    progress = ComparisonProgress()
+    try:
+        with Store.open(db) as store:
+            result = await run_comparison(plan, store, progress,
+                                          on_stage=lambda text: progress.console.print(f"[bold]{text}"))
+            if verify:
+                result = await verify_threshold(plan, store, result, progress)
+    finally:
+        progress.close()
     return result
 
 
 def _against_baseline(options: dict, api_key: str | None) -> int:
     from specgauge.compare.regression import run_against_baseline
-    from specgauge.report.terminal import RichProgress
+    from specgauge.report.terminal import RichProgress   # one run: the bench display
     from specgauge.store import Store
 
     arms = [a for a in (_arm("baseline", options["baseline"], options["baseline_cmd"], options["baseline_engine"],

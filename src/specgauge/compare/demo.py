@@ -97,7 +97,7 @@ async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = Fa
     from rich.console import Console
 
     from specgauge.compare.orchestrate import run_comparison
-    from specgauge.report.terminal import RichProgress
+    from specgauge.compare.progress import ComparisonProgress
     from specgauge.store import Store
 
     console = Console(stderr=True)
@@ -115,7 +115,9 @@ async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = Fa
                   f"{', '.join(map(str, plan.concurrency))}")
     for note in notes:
         console.print(f"  {note}")
-    progress = RichProgress(console)
-
-    with Store.open(db or output_dir / "specgauge.db") as store:
-        return await run_comparison(plan, store, progress, on_stage=lambda text: console.print(f"[bold]{text}"))
+    progress = ComparisonProgress(console)
+    try:
+        with Store.open(db or output_dir / "specgauge.db") as store:
+            return await run_comparison(plan, store, progress, on_stage=lambda text: console.print(f"[bold]{text}"))
+    finally:
+        progress.close()

@@ -125,14 +125,24 @@ async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgres
     return result
 
 
+def _stage_heading(stage: Stage, stages: list[Stage]) -> str | None:
+    """What to announce before ``stage``: its name, the whole sweep once, nothing for later sweep points."""
+    sweep = [s for s in stages if s.name.startswith(SWEEP_PREFIX)]
+    if stage not in sweep:
+        return stage.name
+    if stage == sweep[0]:
+        return f"sweep at concurrency {', '.join(str(s.concurrency[0]) for s in sweep)}"
+    return None
+
+
 async def _abba(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage) -> None:
     turn = 0
     with _arms_up(specs, plan, log_dir) as urls:
         ledger.urls.update(urls)
         for round_number in range(plan.rounds):
             for stage in stages:
-                if on_stage:
-                    on_stage(f"round {round_number + 1}/{plan.rounds} · {stage.name} · both arms, ABBA by point")
+                if on_stage and (heading := _stage_heading(stage, stages)):
+                    on_stage(f"round {round_number + 1}/{plan.rounds} · {heading} · both arms, ABBA by point")
                 runs = {}
                 for arm in ARMS:
                     runs[arm] = await open_run(plan.bench_config(stage, urls[arm]), store,
