@@ -177,3 +177,19 @@ async def test_a_suite_file_is_split_by_its_domain_tags(tmp_path):
     assert all(d.speedup > 1.2 for d in result.single_stream)
     assert [s.stage for s in result.stages] == ["single", "sweep:c=1", "sweep:c=4"]
     assert {s.suite.name for s in result.stages} == {"traffic"}
+
+
+async def test_acceptance_from_vllm_counters_when_requests_carry_none(tmp_path):
+    from specgauge.testing.scripted_server import Script, ScriptedServer, VllmCounters
+
+    # Each request: 4 drafts of 3 tokens, 8 accepted -> acceptance length 1 + 8/4 = 3.0 (point-scoped).
+    counters = VllmCounters(drafts_per_request=4, draft_tokens_per_request=12, accepted_per_request=8)
+    with ScriptedServer(Script(ttft_s=0.002, chunk_delay_s=0.003, num_chunks=12)) as baseline, \
+            ScriptedServer(Script(ttft_s=0.002, chunk_delay_s=0.004, num_chunks=4, tokens_per_chunk=3),
+                           vllm=counters) as speculative, Store.open(tmp_path / "c.db") as store:
+        result = await run_comparison(url_plan(baseline.url, speculative.url, api="openai-chat", domains=("coding",),
+                                               concurrency=(1, 2), num_requests_single=4, num_requests_sweep=6),
+                                      store)
+    assert result.single_stream[0].accept_length == pytest.approx(3.0)
+    assert all(p.speculative.accept_length == pytest.approx(3.0) for p in result.sweep)
+    assert all(p.baseline.accept_length is None for p in result.sweep)

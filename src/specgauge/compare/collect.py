@@ -23,6 +23,7 @@ from specgauge.client.records import RequestRecord
 from specgauge.compare.model import (ArmDescription, ArmPoint, CompareResult, CompareSettings, Percentiles,
                                      SingleStreamDomain, StageRuns, SweepPoint)
 from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
+from specgauge.report.export import point_document
 from specgauge.store import Store
 from specgauge.store.sqlite_store import utc_now
 
@@ -37,6 +38,16 @@ class ArmSamples:
     window_s: float = 0.0
     num_errors: int = 0
     achieved: list[float] = field(default_factory=list)
+    point_accept: list[float] = field(default_factory=list)   # per point: per-request mean, else the server's
+
+    @property
+    def accept_length(self) -> float | None:
+        """Mean per-request acceptance length; else the mean of the points' figures (vLLM /metrics
+        counters diffed around the point, when the server reports no per-request value)."""
+        per_request = mean_accept_length(self.records)
+        if per_request is not None or not self.point_accept:
+            return per_request
+        return float(np.mean(self.point_accept))
 
     @property
     def tok_s(self) -> float | None:
@@ -58,6 +69,8 @@ def _samples(store: Store, run_ids: Sequence[int]) -> dict[int, ArmSamples]:
             samples.num_errors += int(aggregate.get("num_errors") or 0)
             if aggregate.get("achieved_concurrency") is not None:
                 samples.achieved.append(float(aggregate["achieved_concurrency"]))
+            if (accept := point_document(point)["accept_length"]) is not None:
+                samples.point_accept.append(float(accept))
             for record in store.get_requests(point.id):
                 samples.records.append(record)
                 samples.keys.append((round_number, record.request_index))
@@ -100,7 +113,7 @@ def _arm_point(samples: ArmSamples) -> ArmPoint:
         ttft_ms=_percentiles(map(definitions.ttft_ms, ok)),
         tpot_ms=_percentiles(map(definitions.tpot_ms, ok)),
         itl_ms=_percentiles(v for r in ok for v in definitions.itl_ms(r)),
-        accept_length=mean_accept_length(ok),
+        accept_length=samples.accept_length,
         num_ok=len(ok), num_errors=len(samples.records) - len(ok),
         achieved_concurrency=float(np.mean(samples.achieved)) if samples.achieved else None,
     )
@@ -235,7 +248,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                 single.append(SingleStreamDomain(
                     domain=stage_name[len(SINGLE_PREFIX):], baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
                     speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high,
-                    accept_length=mean_accept_length(spec.records), **common))
+                    accept_length=spec.accept_length, **common))
             elif stage_name.startswith(SWEEP_PREFIX):
                 sweep.append(SweepPoint(
                     concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
