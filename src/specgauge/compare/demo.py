@@ -20,6 +20,7 @@ from specgauge.errors import UserError
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TARGET_DIR = ASSETS / "target"
+DRAFT_DIR = ASSETS / "draft"      # the shipped EAGLE-3 head, serve's default --speculative-draft-model-path
 SPECULATIVE_ALGORITHM = "EAGLE3"
 
 
@@ -36,6 +37,8 @@ def speculative_arm_missing() -> str | None:
         return "the embedded engine is not part of this build"
     if not (TARGET_DIR / "config.json").exists():
         return f"the shipped target model is missing ({TARGET_DIR})"
+    if not (DRAFT_DIR / "config.json").exists():
+        return f"the shipped EAGLE-3 drafter is missing ({DRAFT_DIR})"
     text = serve_help()
     if not text:
         return "'specgauge serve' is not available (install the engine extra: pip install 'specgauge[engine]')"
