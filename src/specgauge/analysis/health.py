@@ -39,23 +39,30 @@ def repeated_ngram_share(text: str, n: int = NGRAM) -> float:
     return sum(c - 1 for c in counts.values()) / len(grams)
 
 
+COUNTED_SOURCES = (TokenCountSource.SERVER, TokenCountSource.TOKENIZER)   # real per-chunk counts
+
+
+def counted(records: Sequence[RequestRecord]) -> list[RequestRecord]:
+    """The successful records whose tokens per chunk were counted (server or tokenizer), not spread
+    evenly or assumed: only they say how many tokens each verify step produced."""
+    return [r for r in records if r.ok and r.token_count_source in COUNTED_SOURCES]
+
+
 def chunk_histogram(records: Sequence[RequestRecord]) -> tuple[HistogramBin, ...]:
-    """How many chunks carried 1, 2, 3, ... tokens (the first chunk of each request excluded:
-    it ends the prefill and carries one token whatever the speculation)."""
-    counts = Counter(t for r in records if r.ok for t in r.chunk_tokens[1:])
+    """How many chunks carried 1, 2, 3, ... tokens, over the counted records (the first chunk of
+    each request excluded: it ends the prefill and carries one token whatever the speculation)."""
+    counts = Counter(t for r in counted(records) for t in r.chunk_tokens[1:])
     return tuple(HistogramBin(tokens=t, count=c) for t, c in sorted(counts.items()))
 
 
 def acceptance_by_position(records: Sequence[RequestRecord], bin_tokens: int = POSITION_BIN) -> tuple[PositionBin, ...]:
     """Mean tokens per chunk by output position (bins of ``bin_tokens``): acceptance vs position.
 
-    A chunk is placed in the bin of the output position of its first token.
+    A chunk is placed in the bin of the output position of its first token. Counted records only.
     """
     sums: dict[int, int] = {}
     chunks: dict[int, int] = {}
-    for record in records:
-        if not record.ok:
-            continue
+    for record in counted(records):
         position = record.chunk_tokens[0] if record.chunk_tokens else 0
         for tokens in record.chunk_tokens[1:]:
             b = position // bin_tokens
@@ -84,28 +91,27 @@ def health_warnings(speculative: Sequence[RequestRecord], baseline: Sequence[Req
     """Every warning that applies to the two arms' records (all stages pooled)."""
     warnings: list[HealthWarning] = []
     accept = mean_accept_length(speculative)
-    per_chunk = mean_tokens_per_chunk(speculative)
-    counted = [r for r in speculative if r.ok and r.token_count_source in (TokenCountSource.SERVER, TokenCountSource.TOKENIZER)]
-    if accept is None and not counted:
+    with_counts = counted(speculative)
+    if accept is None and not with_counts:
         warnings.append(HealthWarning(
             code="no_acceptance_figures",
             message="the speculative server reported no acceptance length and no per-chunk token counts; "
                     "acceptance cannot be checked"))
-    estimate = accept if accept is not None else (mean_tokens_per_chunk(counted) if counted else None)
+    estimate = accept if accept is not None else (mean_tokens_per_chunk(with_counts) if with_counts else None)
     if estimate is not None and estimate < ACCEPT_LENGTH_ONE:
         warnings.append(HealthWarning(
             code="accept_length_one",
             message=f"acceptance length is {estimate:.2f} (≈ 1): almost no draft token is accepted; "
                     f"the drafter is probably wrong or does not match the target model"))
-    if accept is not None and counted and (chunked := mean_tokens_per_chunk(counted)) is not None:
+    if accept is not None and with_counts and (chunked := mean_tokens_per_chunk(with_counts)) is not None:
         if abs(chunked - accept) / accept > CHUNK_DISAGREEMENT:
             warnings.append(HealthWarning(
                 code="chunks_disagree_with_server",
                 message=f"tokens per streamed chunk ({chunked:.2f}) disagree with the server's acceptance "
                         f"length ({accept:.2f}): the server may send several verify steps per chunk "
                         f"(stream interval) or count differently"))
-    bins = acceptance_by_position(counted) if counted else ()
-    if len(bins) >= 3 and per_chunk is not None:
+    bins = acceptance_by_position(with_counts)
+    if len(bins) >= 3:
         third = max(1, len(bins) // 3)
         first = _weighted(bins[:third])
         last = _weighted(bins[-third:])

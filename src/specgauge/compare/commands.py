@@ -128,6 +128,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="warm-up requests per point and arm")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--model", help="model name (else auto-detected per arm)")
+@click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False),
+              help="tokenizer.json: tokens per chunk when the server sends no counts; its chat template for sglang")
 @click.option("--api-key", help="bearer token (else $OPENAI_API_KEY); never stored")
 @click.option("--label", default="speculation", show_default=True, help="what the verdict calls the speculative arm")
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True, help="bootstrap resamples")
@@ -174,7 +176,8 @@ def compare_command(**options) -> None:
             suite=options["suite"], sweep_suite=options["sweep_suite"], concurrency=options["concurrency"],
             num_requests_single=options["num_requests"], num_requests_sweep=options["sweep_requests"],
             max_tokens=options["max_tokens"], seed=options["seed"], temperature=options["temperature"],
-            warmup=options["warmup"], rounds=options["rounds"], model=options["model"], label=options["label"],
+            warmup=options["warmup"], rounds=options["rounds"], model=options["model"],
+            tokenizer=options["tokenizer"], label=options["label"],
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key)
     except ValidationError as exc:
         raise _one_line_validation_error(exc) from None

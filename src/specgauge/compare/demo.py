@@ -60,7 +60,9 @@ def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = Non
     return ComparePlan(
         baseline=ArmConfig(name="baseline", kind="engine", value="--speculative-algorithm NONE"),
         speculative=ArmConfig(name="speculative", kind="engine", value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
-        api="openai-chat", domains=DOMAINS, domain_suites=domain_suites or {},
+        # SGLang /generate: cumulative token counts per chunk (one chunk per verify step) and per-request
+        # acceptance in meta_info; the target's tokenizer renders the chat prompts with its template.
+        api="sglang", tokenizer=str(TARGET_DIR / "tokenizer.json"), domains=DOMAINS, domain_suites=domain_suites or {},
         concurrency=(1, 4, 16) if quick else (1, 4, 16, 64),
         num_requests_single=3 if quick else 6, sweep_min_requests=4 if quick else 8, sweep_requests_per_user=1,
         max_tokens=max_tokens(quick), warmup=1, seed=0, temperature=0.0, label="EAGLE-3",

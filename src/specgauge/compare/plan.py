@@ -69,6 +69,7 @@ class ComparePlan(BaseModel):
     warmup: int = Field(default=2, ge=0)
     rounds: int = Field(default=1, ge=1)
     model: str | None = None
+    tokenizer: str | None = None   # tokenizer.json: chat template for /generate, tokens per chunk when uncounted
     label: str = "speculation"
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
@@ -123,4 +124,4 @@ class ComparePlan(BaseModel):
         return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=stage.concurrency,
                            num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
                            max_tokens=self.max_tokens, temperature=self.temperature, model=self.model,
-                           api_key=self.api_key)
+                           api_key=self.api_key, tokenizer_path=self.tokenizer)
