@@ -186,6 +186,10 @@ def compare_command(**options) -> None:
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
     result = _run(_compare(plan, options["db"], options["verify"]))
+    if options["verify"] and result.verification is None:
+        click.echo("--verify: nothing to verify: " + ("speculation pays at every tested concurrency"
+                   if result.recommended_disable_above is None else "speculation never pays (switch it off)"),
+                   err=True)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
 
