@@ -234,7 +234,7 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
                 min_effect=options["min_effect"])
 
         report = _run(work())
-    _print_regressions(report)
+    _print_regressions(report, to_stderr=options["output_json"] == "-")
     if options["output_json"]:
         import dataclasses
         import json
@@ -247,11 +247,11 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
     return EXIT_REGRESSION if report.regressed else 0
 
 
-def _print_regressions(report) -> None:
+def _print_regressions(report, *, to_stderr: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = Console(stderr=to_stderr, width=None if sys.stdout.isatty() else 160)
     if not report.suite_diff.same:
         console.print(f"suite changed: {report.suite_diff.summary()}", style="yellow")
     table = Table(title=f"run {report.new_run_id} against baseline {report.baseline_name!r} (run "
