@@ -67,21 +67,29 @@ def _arm_options(function):
     return function
 
 
+def _check_outputs(output_json: str | None, output_dir: str | None) -> None:
+    """Fail before measuring anything when the results could not be written."""
+    if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
+        raise UserError(f"--output-json {output_json}: no such directory {Path(output_json).parent}")
+    if output_dir:
+        try:
+            Path(output_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
+
+
 def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr: bool, db: str) -> None:
-    """Print the verdict; write verdict.json (and the report when the renderer is there)."""
+    """Print the verdict table, warnings and losslessness; write verdict.json and the report."""
     import json
 
     from rich.console import Console
 
+    from specgauge.report.html import write_report
+    from specgauge.report.report_data import report_from_compare
+    from specgauge.report.verdict_table import verdict_renderable
+
     console = Console(stderr=to_stderr, width=None if sys.stderr.isatty() else 160)
-    try:
-        from specgauge.report.report_data import report_from_compare
-        from specgauge.report.verdict_table import verdict_renderable
-    except ImportError:
-        for line in result.verdict_lines:
-            console.print(line, style="bold")
-    else:
-        console.print(verdict_renderable(report_from_compare(result)))
+    console.print(verdict_renderable(report_from_compare(result)))
     for warning in result.health:
         console.print(f"warning: {warning.message}", style="yellow")
     lossless = result.losslessness
@@ -93,19 +101,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
     console.print(f"stored as comparison c{result.comparison_id} in {db} "
                   f"(specgauge report c{result.comparison_id} --db {db} regenerates the report)")
     if output_dir:
-        directory = Path(output_dir)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
-        try:
-            from specgauge.report.html import write_report
-        except ImportError:
-            _write_text(str(directory / "verdict.json"), document)
-            console.print(f"wrote {directory / 'verdict.json'} (the HTML renderer is not installed)")
-        else:
-            files = write_report(result, directory)
-            console.print(f"wrote {files.html} and {files.json}")
+        files = write_report(result, Path(output_dir))
+        console.print(f"wrote {files.html} and {files.json}")
     if output_json:
         _write_text(output_json, document)
 
@@ -183,6 +180,7 @@ def compare_command(**options) -> None:
         raise _one_line_validation_error(exc) from None
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
+    _check_outputs(options["output_json"], options["output_dir"])
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
     result = _run(_compare(plan, options["db"], options["verify"]))
