@@ -122,6 +122,7 @@ def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_pat
      "--against-baseline"),
     (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--output-json", "/nonexistent/v.json"],
      "no such directory"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9"], "cannot reach http://127.0.0.1:9"),
 ])
 def test_cli_misuse_is_one_line_and_exit_2(tmp_path, args, message):
     done = run_cli("compare", *args, "--db", str(tmp_path / "c.db"), timeout=60)

@@ -198,6 +198,12 @@ async def _compare(plan, db: str, verify: bool):
     from specgauge.compare.verify import verify_threshold
     from specgauge.store import Store
 
+    from specgauge.client.endpoint import Endpoint
+    from specgauge.client.probe import check_reachable
+
+    for arm in (plan.baseline, plan.speculative):   # a dead URL: one line, before the store file is made
+        if arm.kind == "url":
+            await check_reachable(Endpoint(base_url=arm.value.rstrip("/"), api=plan.api, api_key=plan.api_key))
     progress = ComparisonProgress()
     try:
         with Store.open(db) as store:
