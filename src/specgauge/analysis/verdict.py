@@ -51,8 +51,9 @@ def server_settings(threshold: int | None) -> tuple[ServerSetting, ...]:
             server="vllm",
             setting=f'--speculative-config \'{{"method": "eagle3", "model": "DRAFT", "num_speculative_tokens": K, '
                     f'"num_speculative_tokens_per_batch_size": [[1, {n}, K], [{n + 1}, MAX_NUM_SEQS, 0]]}}\'',
-            note=f"newer vLLM: a per-batch-size schedule of [low, high, draft tokens] entries, 0 draft tokens above "
-                 f"{n} (K your draft depth, MAX_NUM_SEQS your --max-num-seqs); older (V0) engines: "
+            note=f"newer vLLM: a per-batch-size schedule of (range_start, range_end, num_speculative_tokens) "
+                 f"entries with inclusive ranges, 0 draft tokens (allowed) above {n}; K your draft depth, "
+                 f"MAX_NUM_SEQS your --max-num-seqs; older (V0) engines: "
                  f"--speculative-disable-by-batch-size {n} (speculation off for new requests once more than {n} "
                  f"are enqueued)"),
         ServerSetting(server="specgauge", setting=f"--speculative-disable-above {n}",
