@@ -101,8 +101,10 @@ def test_cli_with_launch_commands_runs_rounds_one_arm_after_the_other(tmp_path):
 
 def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_path):
     crash = f"{sys.executable} -c 'import sys; print(\"loading weights\"); print(\"error: no model at /nope\"); sys.exit(3)' {{port}}"
-    done = run_cli("compare", "--baseline-cmd", crash, "--speculative", "http://127.0.0.1:9",
-                   "--db", str(tmp_path / "c.db"))
+    from specgauge.testing.scripted_server import ScriptedServer
+
+    with ScriptedServer() as running:   # the other arm answers; the launched one dies at start
+        done = run_cli("compare", "--baseline-cmd", crash, "--speculative", running.url, "--db", str(tmp_path / "c.db"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("specgauge: error:")]
     assert len(errors) == 1 and done.stderr.strip().endswith(errors[0])
