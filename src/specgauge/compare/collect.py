@@ -247,7 +247,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
             if stage_name.startswith(SINGLE_PREFIX):
                 single.append(SingleStreamDomain(
                     domain=stage_name[len(SINGLE_PREFIX):], baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
-                    speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high,
+                    speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method,
                     accept_length=spec.accept_length, **common))
             elif stage_name.startswith(SWEEP_PREFIX):
                 sweep.append(SweepPoint(

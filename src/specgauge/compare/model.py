@@ -68,6 +68,7 @@ class SingleStreamDomain(_Frozen):
     ci_low: float | None
     ci_high: float | None
     accept_length: float | None              # the speculative arm's mean acceptance length
+    ci_method: str = "none"                  # how the speedup's interval was resampled (RatioCI.method)
     request_tok_s_ratio: RatioCI = RatioCI()
     tpot_ratio: RatioCI = RatioCI()
     ttft_ratio: RatioCI = RatioCI()
