@@ -134,6 +134,7 @@ def test_cli_misuse_is_one_line_and_exit_2(tmp_path, args, message):
 
 
 def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
+    import os
     import signal
     import time
     import uuid
@@ -159,10 +160,13 @@ def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
+        leftover = subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True, text=True).stdout.split()
+        for pid in leftover:   # only if the test failed half-way: never leave this test's arm running
+            os.kill(int(pid), signal.SIGKILL)
+    assert not leftover, "the launched arm outlived compare"
     assert process.returncode == 143, stderr
     assert "terminated" in stderr
-    time.sleep(0.5)
-    assert subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True).returncode == 1   # no arm left behind
 
 
 async def test_a_suite_file_is_split_by_its_domain_tags(tmp_path):
