@@ -79,3 +79,9 @@ def test_the_same_measurement_taken_twice_far_apart_is_machine_drift():
     assert [w.code for w in warnings] == ["machine_drift"]
     assert "83.0 and 58.0 tok/s (35% apart)" in warnings[0].message
     assert drift_warnings([("baseline", None, 50.0, "x")]) == ()
+
+
+def test_the_servers_point_figure_stands_in_when_requests_carry_no_acceptance():
+    spec = [record([1] + [6] * 10, index=i) for i in range(5)]       # 6 tokens per chunk, no per-request value
+    assert "chunks_disagree_with_server" in codes(health_warnings(spec, [], max_tokens=None, server_accept=3.0))
+    assert "accept_length_one" in codes(health_warnings([record([1] * 9, index=0)], [], None, server_accept=1.01))

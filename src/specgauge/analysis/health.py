@@ -87,10 +87,16 @@ def mean_accept_length(records: Sequence[RequestRecord]) -> float | None:
 
 
 def health_warnings(speculative: Sequence[RequestRecord], baseline: Sequence[RequestRecord],
-                    max_tokens: int | None) -> tuple[HealthWarning, ...]:
-    """Every warning that applies to the two arms' records (all stages pooled)."""
+                    max_tokens: int | None, server_accept: float | None = None) -> tuple[HealthWarning, ...]:
+    """Every warning that applies to the two arms' records (all stages pooled).
+
+    ``server_accept``: the speculative server's point-scoped acceptance length (vLLM counters),
+    used when the requests carry none.
+    """
     warnings: list[HealthWarning] = []
     accept = mean_accept_length(speculative)
+    if accept is None:
+        accept = server_accept
     with_counts = counted(speculative)
     if accept is None and not with_counts:
         warnings.append(HealthWarning(

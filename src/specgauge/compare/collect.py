@@ -222,6 +222,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     all_spec: list[RequestRecord] = []
     lossless_pairs = []
     at_one: dict[str, tuple[ArmSamples, ArmSamples]] = {}   # concurrency-1 samples per stage
+    server_accepts: list[float] = []   # the speculative arm's per-point acceptance figures
     for stage in stages:
         base_levels = _samples(store, stage.baseline_run_ids)
         spec_levels = _samples(store, stage.speculative_run_ids)
@@ -238,6 +239,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                 at_one[stage_name] = (base, spec)
             all_base += base.records
             all_spec += spec.records
+            server_accepts += spec.point_accept
             point = paired_point(base, spec, rng, resamples)
             lossless_pairs += [(stage_name, b.prompt_index, b.request_index, b.output_text, s.output_text)
                                for b, s in point.pairs]
@@ -268,7 +270,9 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         recommended_disable_above=recommendation.disable_above, recommendation=recommendation,
         verdict_lines=verdict_lines(label, single, sweep, crossover),
         losslessness=check_losslessness(lossless_pairs, temperature=settings.temperature),
-        health=health_warnings(all_spec, all_base, settings.max_tokens) + drift_warnings(
+        health=health_warnings(all_spec, all_base, settings.max_tokens,
+                               server_accept=float(np.mean(server_accepts)) if server_accepts else None)
+        + drift_warnings(
             _repeated_measurements(stages, at_one)),
         tokens_per_chunk={"baseline": chunk_histogram(all_base), "speculative": chunk_histogram(all_spec)},
         acceptance_by_position=acceptance_by_position(all_spec),
