@@ -27,3 +27,21 @@ def test_demo_says_the_speculative_arm_is_missing_instead_of_faking_one(tmp_path
     assert done.stderr.strip() == (f"specgauge: error: demo: the speculative arm is not available yet: {missing}; "
                                    f"the demo will not fake one")
     assert not (tmp_path / "out" / "verdict.json").exists()
+
+
+def test_demo_suites_are_cut_to_the_shipped_targets_context(tmp_path):
+    from specgauge.compare.demo import TARGET_DIR, prepare_suites
+    from specgauge.suites.registry import load_suite
+
+    if not (TARGET_DIR / "tokenizer.json").exists():
+        pytest.skip("no shipped target in this build")
+    pytest.importorskip("tokenizers")
+    files, notes = prepare_suites(tmp_path, quick=False)
+    assert set(files) == {"coding", "encyclopedic"}
+    for domain, ref in files.items():
+        suite = load_suite(ref)
+        assert suite.requests and all(r.domain == domain for r in suite.requests)
+        assert len(suite.requests) <= len(load_suite(domain).requests)
+    again, _ = prepare_suites(tmp_path / "again", quick=False)
+    assert [load_suite(r).content_hash for r in again.values()] == [load_suite(r).content_hash for r in files.values()]
+    assert all("prompts fit the target's context" in note for note in notes)
