@@ -1,6 +1,7 @@
 """compare end to end against real loopback servers: ABBA order, crossover, store, CLI contract."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -72,8 +73,11 @@ def launch_command(script: dict) -> str:
     return f"{sys.executable} -m specgauge.testing.scripted_server --port {{port}} --script '{json.dumps(script)}'"
 
 
-def run_cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout)
+def run_cli(*args, timeout=120, log_dir=None):
+    """``specgauge ARGS``; launched arms' logs go to ``log_dir`` (TMPDIR) when given."""
+    env = {**os.environ, "TMPDIR": str(log_dir)} if log_dir else None
+    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
 
 
 def test_cli_with_launch_commands_runs_rounds_one_arm_after_the_other(tmp_path):
@@ -104,7 +108,8 @@ def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_pat
     from specgauge.testing.scripted_server import ScriptedServer
 
     with ScriptedServer() as running:   # the other arm answers; the launched one dies at start
-        done = run_cli("compare", "--baseline-cmd", crash, "--speculative", running.url, "--db", str(tmp_path / "c.db"))
+        done = run_cli("compare", "--baseline-cmd", crash, "--speculative", running.url, "--db", str(tmp_path / "c.db"),
+                       log_dir=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("specgauge: error:")]
     assert len(errors) == 1 and done.stderr.strip().endswith(errors[0])
@@ -134,7 +139,6 @@ def test_cli_misuse_is_one_line_and_exit_2(tmp_path, args, message):
 
 
 def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
-    import os
     import signal
     import time
     import uuid
@@ -145,7 +149,7 @@ def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "specgauge", "compare", "--api", "sglang", "--baseline-cmd", slow,
                                 "--speculative-cmd", slow, "--domains", "coding", "--concurrency", "1",
                                 "--db", str(tmp_path / "c.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True, env={**os.environ, "TMPDIR": str(tmp_path)})   # its arms' logs
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
