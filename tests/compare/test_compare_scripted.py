@@ -104,7 +104,8 @@ def test_cli_with_launch_commands_runs_rounds_one_arm_after_the_other(tmp_path):
 
 
 def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_path):
-    crash = f"{sys.executable} -c 'import sys; print(\"loading weights\"); print(\"error: no model at /nope\"); sys.exit(3)' {{port}}"
+    script = 'import sys; print("loading weights"); print("error: no model at /nope"); sys.exit(3)'
+    crash = f"{sys.executable} -c '{script}' {{port}}"
     from specgauge.testing.scripted_server import ScriptedServer
 
     with ScriptedServer() as running:   # the other arm answers; the launched one dies at start
@@ -127,7 +128,8 @@ def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_pat
     (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--concurrency", "1,x"], "1,x"),
     (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--allow-suite-change"],
      "--against-baseline"),
-    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--output-json", "/nonexistent/v.json"],
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9",
+      "--output-json", "/nonexistent/v.json"],
      "no such directory"),
     (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9"], "cannot reach http://127.0.0.1:9"),
 ])

@@ -58,7 +58,8 @@ def ratio_of_sums(base_num: np.ndarray, base_den: np.ndarray, spec_num: np.ndarr
     ``point_ratio``: the estimate to report (e.g. the measured aggregate tok/s ratio); the interval
     is scaled to it. Default: the ratio of sums itself.
     """
-    base_num, base_den, spec_num, spec_den = (np.asarray(a, dtype=float) for a in (base_num, base_den, spec_num, spec_den))
+    base_num, base_den, spec_num, spec_den = (np.asarray(a, dtype=float)
+                                              for a in (base_num, base_den, spec_num, spec_den))
     if len(base_num) == 0 or len(spec_num) == 0 or base_num.sum() <= 0 or spec_den.sum() <= 0:
         return RatioEstimate(RatioCI(ratio=point_ratio), None)
     raw = (spec_num.sum() / spec_den.sum()) / (base_num.sum() / base_den.sum())

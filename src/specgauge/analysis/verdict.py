@@ -70,7 +70,9 @@ def recommend(crossover: Crossover) -> Recommendation:
 def _interval(low: float | None, high: float | None, fmt: str = "{:.2f}") -> str:
     if low is None and high is None:
         return ""
-    return f" [{'?' if low is None else fmt.format(low)}, {'beyond the tested range' if high is None else fmt.format(high)}]"
+    shown_low = "?" if low is None else fmt.format(low)
+    shown_high = "beyond the tested range" if high is None else fmt.format(high)
+    return f" [{shown_low}, {shown_high}]"
 
 
 def _and(items: list[str]) -> str:

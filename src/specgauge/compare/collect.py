@@ -202,7 +202,8 @@ def _repeated_measurements(stages: Sequence[StageRuns], cells: dict[str, tuple[A
         if not name.startswith(SINGLE_PREFIX) or suite_of.get(name) != suite_of.get(sweep_name):
             continue
         what = f"{name[len(SINGLE_PREFIX):]} single stream and the sweep at concurrency 1, same prompts"
-        for arm, first, second in (("baseline", base, cells[sweep_name][0]), ("speculative", spec, cells[sweep_name][1])):
+        sweep_base, sweep_spec = cells[sweep_name]
+        for arm, first, second in (("baseline", base, sweep_base), ("speculative", spec, sweep_spec)):
             prompts = {r.prompt_index for r in first.records} & {r.prompt_index for r in second.records}
             if prompts:
                 repeats.append((arm, _rate_on(first.records, prompts), _rate_on(second.records, prompts), what))

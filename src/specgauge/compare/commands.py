@@ -122,7 +122,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--max-tokens", type=click.IntRange(min=1), help="output tokens per request (else the suite's)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
-@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="warm-up requests per point and arm")
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
+              help="warm-up requests per point and arm")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--model", help="model name (else auto-detected per arm)")
 @click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False),
@@ -162,7 +163,8 @@ def compare_command(**options) -> None:
         from specgauge.compare.verify import require_threshold_flag
 
         if speculative.kind != "engine":
-            raise click.UsageError("--verify re-runs the embedded engine: give the speculative arm as --speculative-engine")
+            raise click.UsageError("--verify re-runs the embedded engine: "
+                                   "give the speculative arm as --speculative-engine")
         require_threshold_flag()
     from specgauge.compare.plan import ComparePlan
     from specgauge.suites.registry import load_suite
@@ -226,7 +228,8 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
                         _arm("speculative", options["speculative"], options["speculative_cmd"],
                              options["speculative_engine"], required=False)) if a is not None]
     if len(arms) != 1:
-        raise click.UsageError("--against-baseline measures one arm now: give exactly one of --baseline*/--speculative*")
+        raise click.UsageError("--against-baseline measures one arm now: "
+                               "give exactly one of --baseline*/--speculative*")
     with Store.open(options["db"], create=False) as store:
         store.get_baseline(options["against_baseline"])   # unknown name: one line, before anything starts
 

@@ -59,7 +59,8 @@ def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = Non
     """
     return ComparePlan(
         baseline=ArmConfig(name="baseline", kind="engine", value="--speculative-algorithm NONE"),
-        speculative=ArmConfig(name="speculative", kind="engine", value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
+        speculative=ArmConfig(name="speculative", kind="engine",
+                              value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
         # SGLang /generate: cumulative token counts per chunk (one chunk per verify step) and per-request
         # acceptance in meta_info; the target's tokenizer renders the chat prompts with its template.
         api="sglang", tokenizer=str(TARGET_DIR / "tokenizer.json"), domains=DOMAINS, domain_suites=domain_suites or {},

@@ -60,7 +60,8 @@ class ComparisonTables:
 
     def link_comparison_run(self, comparison_id: int, run_id: int, *, arm: str, stage: str, round: int) -> None:
         """Record that ``run_id`` is ``arm``'s run of ``stage`` in round ``round``."""
-        self._db.execute("INSERT INTO comparison_runs (comparison_id, run_id, arm, stage, round) VALUES (?, ?, ?, ?, ?)",
+        self._db.execute("INSERT INTO comparison_runs (comparison_id, run_id, arm, stage, round)"
+                         " VALUES (?, ?, ?, ?, ?)",
                          (comparison_id, run_id, arm, stage, round))
 
     def finish_comparison(self, comparison_id: int, *, status: str, result: dict | None = None,
