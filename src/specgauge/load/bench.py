@@ -59,6 +59,29 @@ async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgre
     Raises :class:`UserError` before anything is stored when the suite is unknown or the server
     cannot be reached.
     """
+    run = await open_run(config, store, progress)
+    return await _run_points(run.run_id, store, run.endpoint, run.suite, config, run.progress)
+
+
+@dataclass(frozen=True)
+class OpenRun:
+    """A created run whose points the caller runs one at a time (``compare`` interleaves two
+    servers' runs point by point). Made by :func:`open_run`; run points with :func:`run_point_at`,
+    end with :func:`close_run`."""
+
+    run_id: int
+    store: Store
+    endpoint: Endpoint
+    suite: Suite
+    config: BenchConfig
+    progress: BenchProgress
+
+
+async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | None = None) -> OpenRun:
+    """Create the run of ``config`` and its pending points without running any of them.
+
+    Same checks as :func:`run_benchmark` (suite known, server reachable) before anything is stored.
+    """
     progress = progress or NullProgress()
     suite = load_suite(config.suite)
     specs = config.point_specs()
@@ -75,7 +98,33 @@ async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgre
     )
     store.add_points(run_id, [dataclasses.asdict(spec) for spec in specs])
     progress.run_started(run_id, len(specs), resumed=False)
-    return await _run_points(run_id, store, endpoint, suite, config, progress)
+    return OpenRun(run_id, store, endpoint, suite, config, progress)
+
+
+async def run_point_at(run: OpenRun, point_index: int) -> PointResult:
+    """Run one pending point of an :class:`OpenRun`; a failure or interruption marks the run so."""
+    point = next(p for p in run.store.get_points(run.run_id) if p.point_index == point_index)
+    try:
+        await _run_point(run.store, point, run.endpoint, run.suite, run.config, run.progress)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        run.store.set_run_status(run.run_id, "interrupted")
+        run.progress.run_finished(run.run_id, "interrupted")
+        raise
+    except BaseException as exc:
+        run.store.set_run_status(run.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        run.progress.run_finished(run.run_id, "failed")
+        raise
+    done = next(p for p in run.store.get_points(run.run_id) if p.point_index == point_index)
+    return PointResult(done.point_index, done.spec, PointAggregate.from_dict(done.aggregates))
+
+
+def close_run(run: OpenRun) -> RunSummary:
+    """Mark an :class:`OpenRun` done once all its points ran (else ``interrupted``: resumable)."""
+    points = run.store.get_points(run.run_id)
+    status = "done" if all(p.status == "done" for p in points) else "interrupted"
+    run.store.set_run_status(run.run_id, status)
+    run.progress.run_finished(run.run_id, status)
+    return _summary(run.run_id, status, points)
 
 
 async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | None = None, *,

@@ -1,8 +1,12 @@
-"""The results store's SQLite schema (version 1). docs/bench.md describes every column."""
+"""The results store's SQLite schema (version 2). docs/bench.md and docs/compare.md describe every column.
+
+Version 2 added the comparison tables (``comparisons``, ``comparison_runs``, ``baselines``); a version-1
+store is migrated in place when opened (:data:`MIGRATIONS`).
+"""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 RUN_STATUSES = ("running", "done", "failed", "interrupted")
 POINT_STATUSES = ("pending", "running", "done")
@@ -83,3 +87,34 @@ CREATE TABLE IF NOT EXISTS requests (
 
 CREATE INDEX IF NOT EXISTS points_by_run ON points (run_id, point_index);
 """
+
+# Version 2: comparisons of two arms (``specgauge compare``) and named baselines.
+DDL_V2 = """
+CREATE TABLE IF NOT EXISTS comparisons (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    status          TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed', 'interrupted')),
+    started_at      TEXT NOT NULL,
+    finished_at     TEXT,
+    plan_json       TEXT NOT NULL,          -- the ComparePlan (arms, suites, points, seed, rounds)
+    result_json     TEXT,                   -- CompareResult.model_dump(mode="json") once done
+    error           TEXT
+);
+
+CREATE TABLE IF NOT EXISTS comparison_runs (
+    comparison_id   INTEGER NOT NULL REFERENCES comparisons(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    arm             TEXT NOT NULL CHECK (arm IN ('baseline', 'speculative', 'verify')),
+    stage           TEXT NOT NULL,          -- 'single:<domain>' or 'sweep'
+    round           INTEGER NOT NULL,
+    PRIMARY KEY (comparison_id, arm, stage, round)
+);
+
+CREATE TABLE IF NOT EXISTS baselines (
+    name            TEXT PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    created_at      TEXT NOT NULL
+);
+"""
+
+# Applied in order to a store whose version is below the key.
+MIGRATIONS = {2: DDL_V2}

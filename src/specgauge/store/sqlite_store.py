@@ -18,7 +18,8 @@ from typing import Any, Iterator
 from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
 from specgauge.errors import UserError
 from specgauge.store import codec
-from specgauge.store.schema import DDL, SCHEMA_VERSION
+from specgauge.store.comparisons import ComparisonTables
+from specgauge.store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_DB_PATH = "specgauge.db"
 
@@ -119,7 +120,7 @@ def _row_record(row: sqlite3.Row) -> RequestRecord:
     )
 
 
-class Store:
+class Store(ComparisonTables):
     """The SQLite results store. Open it with :meth:`Store.open`; use as a context manager."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
@@ -162,6 +163,7 @@ class Store:
         if tables and "schema_version" not in tables:
             raise UserError(f"--db {self.path}: an SQLite file, but not a specgauge results store "
                             f"(tables: {', '.join(sorted(tables)[:5])})")
+        version = SCHEMA_VERSION
         if "schema_version" in tables:
             row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
             version = row[0] if row else None
@@ -179,7 +181,13 @@ class Store:
         db.execute("PRAGMA busy_timeout = 5000")
         if "schema_version" not in tables:
             db.executescript(DDL)  # idempotent (IF NOT EXISTS); commits by itself
+            for version in sorted(MIGRATIONS):
+                db.executescript(MIGRATIONS[version])
             db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        elif version < SCHEMA_VERSION:
+            for step in sorted(v for v in MIGRATIONS if v > version):
+                db.executescript(MIGRATIONS[step])
+                db.execute("UPDATE schema_version SET version = ?", (step,))
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -1,0 +1,281 @@
+"""From the stored runs of both arms to a :class:`CompareResult`: pairing, ratios, crossover, verdict.
+
+Reads only the store, so a comparison can be recomputed at any time from its run ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from specgauge import __version__
+from specgauge.analysis import definitions
+from specgauge.analysis.crossover import find_crossover
+from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, drift_warnings, health_warnings,
+                                       mean_accept_length)
+from specgauge.analysis.lossless import check_losslessness
+from specgauge.analysis.paired import RatioEstimate, ratio_of_statistic, ratio_of_sums
+from specgauge.analysis.summary import summarize
+from specgauge.analysis.verdict import recommend, verdict_lines
+from specgauge.client.records import RequestRecord
+from specgauge.compare.model import (ArmDescription, ArmPoint, CompareResult, CompareSettings, Percentiles,
+                                     SingleStreamDomain, StageRuns, SweepPoint)
+from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
+from specgauge.report.export import point_document
+from specgauge.store import Store
+from specgauge.store.sqlite_store import utc_now
+
+
+@dataclass
+class ArmSamples:
+    """One arm's measured requests at one (stage, concurrency), all rounds pooled."""
+
+    records: list[RequestRecord] = field(default_factory=list)
+    keys: list[tuple[int, int]] = field(default_factory=list)   # (round, request_index) per record
+    output_tokens: int = 0
+    window_s: float = 0.0
+    num_errors: int = 0
+    achieved: list[float] = field(default_factory=list)
+    point_accept: list[float] = field(default_factory=list)   # per point: per-request mean, else the server's
+
+    @property
+    def accept_length(self) -> float | None:
+        """Mean per-request acceptance length; else the mean of the points' figures (vLLM /metrics
+        counters diffed around the point, when the server reports no per-request value)."""
+        per_request = mean_accept_length(self.records)
+        if per_request is not None or not self.point_accept:
+            return per_request
+        return float(np.mean(self.point_accept))
+
+    @property
+    def tok_s(self) -> float | None:
+        return self.output_tokens / self.window_s if self.window_s > 0 else None
+
+
+def _samples(store: Store, run_ids: Sequence[int]) -> dict[int, ArmSamples]:
+    """Per concurrency, the pooled samples of ``run_ids`` (one run per round)."""
+    by_level: dict[int, ArmSamples] = {}
+    for round_number, run_id in enumerate(run_ids):
+        for point in store.get_points(run_id):
+            if point.status != "done" or point.aggregates is None:
+                continue
+            level = int(point.spec["concurrency"])
+            samples = by_level.setdefault(level, ArmSamples())
+            aggregate = point.aggregates
+            samples.output_tokens += int(aggregate.get("output_tokens") or 0)
+            samples.window_s += float(aggregate.get("window_s") or 0.0)
+            samples.num_errors += int(aggregate.get("num_errors") or 0)
+            if aggregate.get("achieved_concurrency") is not None:
+                samples.achieved.append(float(aggregate["achieved_concurrency"]))
+            if (accept := point_document(point)["accept_length"]) is not None:
+                samples.point_accept.append(float(accept))
+            for record in store.get_requests(point.id):
+                samples.records.append(record)
+                samples.keys.append((round_number, record.request_index))
+    return by_level
+
+
+def split_by_domain(samples: ArmSamples) -> dict[str, ArmSamples]:
+    """One single-stream run over a multi-domain suite, split by the requests' domain tags.
+
+    A domain's throughput is its Σ output tokens / Σ E2E: at concurrency 1 requests run back to
+    back, so this is the window throughput less the (sub-millisecond) gaps between requests.
+    """
+    out: dict[str, ArmSamples] = {}
+    for key, record in zip(samples.keys, samples.records):
+        part = out.setdefault(record.domain, ArmSamples())
+        part.records.append(record)
+        part.keys.append(key)
+        if record.ok:
+            part.output_tokens += definitions.output_token_count(record)
+            part.window_s += (definitions.e2e_ms(record) or 0.0) / 1000.0
+    return out
+
+
+def _percentiles(values) -> Percentiles:
+    summary = summarize(v for v in values if v is not None)
+    return Percentiles(mean=summary.mean, p50=summary.p50, p90=summary.p90, p99=summary.p99, count=summary.count)
+
+
+def _request_tok_s(record: RequestRecord) -> float | None:
+    e2e = definitions.e2e_ms(record)
+    tokens = definitions.output_token_count(record)
+    return tokens / (e2e / 1000.0) if e2e and e2e > 0 and tokens > 0 else None
+
+
+def _arm_point(samples: ArmSamples) -> ArmPoint:
+    ok = [r for r in samples.records if r.ok]
+    return ArmPoint(
+        output_tok_s=samples.tok_s,
+        request_tok_s=_percentiles(map(_request_tok_s, ok)),
+        ttft_ms=_percentiles(map(definitions.ttft_ms, ok)),
+        tpot_ms=_percentiles(map(definitions.tpot_ms, ok)),
+        itl_ms=_percentiles(v for r in ok for v in definitions.itl_ms(r)),
+        accept_length=samples.accept_length,
+        num_ok=len(ok), num_errors=len(samples.records) - len(ok),
+        achieved_concurrency=float(np.mean(samples.achieved)) if samples.achieved else None,
+    )
+
+
+@dataclass(frozen=True)
+class PairedPoint:
+    """The ratios at one (stage, concurrency)."""
+
+    throughput: RatioEstimate
+    request_tok_s: RatioEstimate
+    tpot: RatioEstimate
+    ttft: RatioEstimate
+    pairs: list[tuple[RequestRecord, RequestRecord]]
+
+
+def _pairs(base: ArmSamples, spec: ArmSamples) -> list[tuple[RequestRecord, RequestRecord]]:
+    """Successful requests of both arms with the same (round, request index) and the same prompt."""
+    spec_by_key = {k: r for k, r in zip(spec.keys, spec.records) if r.ok}
+    out = []
+    for key, record in zip(base.keys, base.records):
+        other = spec_by_key.get(key)
+        if record.ok and other is not None and other.prompt_index == record.prompt_index:
+            out.append((record, other))
+    return out
+
+
+def _metric_ratio(pairs, base_ok, spec_ok, metric, statistic, rng, resamples) -> RatioEstimate:
+    paired = [(metric(b), metric(s)) for b, s in pairs]
+    paired = [(b, s) for b, s in paired if b is not None and s is not None]
+    if len(paired) >= max(3, len(base_ok) // 2):
+        b, s = zip(*paired)
+        return ratio_of_statistic(np.array(b), np.array(s), paired=True, rng=rng, statistic=statistic,
+                                  resamples=resamples)
+    return ratio_of_statistic(np.array([v for v in map(metric, base_ok) if v is not None]),
+                              np.array([v for v in map(metric, spec_ok) if v is not None]),
+                              paired=False, rng=rng, statistic=statistic, resamples=resamples)
+
+
+def paired_point(base: ArmSamples, spec: ArmSamples, rng: np.random.Generator, resamples: int) -> PairedPoint:
+    """Ratios at one point; paired by request where most requests pair up, else within each arm."""
+    pairs = _pairs(base, spec)
+    base_ok = [r for r in base.records if r.ok]
+    spec_ok = [r for r in spec.records if r.ok]
+    measured = spec.tok_s / base.tok_s if spec.tok_s and base.tok_s else None
+
+    def tokens_and_seconds(records):
+        tokens = np.array([definitions.output_token_count(r) for r in records], dtype=float)
+        seconds = np.array([(definitions.e2e_ms(r) or 0.0) / 1000.0 for r in records])
+        return tokens, seconds
+
+    if pairs and len(pairs) >= len(base_ok) // 2:
+        bt, bs = tokens_and_seconds([b for b, _ in pairs])
+        st, ss = tokens_and_seconds([s for _, s in pairs])
+        throughput = ratio_of_sums(bt, bs, st, ss, paired=True, rng=rng, resamples=resamples, point_ratio=measured)
+    else:
+        bt, bs = tokens_and_seconds(base_ok)
+        st, ss = tokens_and_seconds(spec_ok)
+        throughput = ratio_of_sums(bt, bs, st, ss, paired=False, rng=rng, resamples=resamples, point_ratio=measured)
+    return PairedPoint(
+        throughput=throughput,
+        request_tok_s=_metric_ratio(pairs, base_ok, spec_ok, _request_tok_s, np.mean, rng, resamples),
+        tpot=_metric_ratio(pairs, base_ok, spec_ok, definitions.tpot_ms, np.median, rng, resamples),
+        ttft=_metric_ratio(pairs, base_ok, spec_ok, definitions.ttft_ms, np.median, rng, resamples),
+        pairs=pairs,
+    )
+
+
+def _rate_on(records: Sequence[RequestRecord], prompts: set[int]) -> float | None:
+    ok = [r for r in records if r.ok and r.prompt_index in prompts]
+    seconds = sum((definitions.e2e_ms(r) or 0.0) for r in ok) / 1000.0
+    return sum(definitions.output_token_count(r) for r in ok) / seconds if seconds > 0 else None
+
+
+def _repeated_measurements(stages: Sequence[StageRuns], cells: dict[str, tuple[ArmSamples, ArmSamples]]
+                           ) -> list[tuple[str, float | None, float | None, str]]:
+    """A domain's single stream and the sweep's concurrency 1 on the same suite measure the same
+    prompts twice, at two times (the default sweep suite is the first domain's): each arm's
+    Σ tokens / Σ E2E over the prompts both stages sent, once per stage."""
+    suite_of = {s.stage: s.suite.content_hash for s in stages}
+    sweep_name = f"{SWEEP_PREFIX}1"
+    if sweep_name not in cells:
+        return []
+    repeats = []
+    for name, (base, spec) in cells.items():
+        if not name.startswith(SINGLE_PREFIX) or suite_of.get(name) != suite_of.get(sweep_name):
+            continue
+        what = f"{name[len(SINGLE_PREFIX):]} single stream and the sweep at concurrency 1, same prompts"
+        sweep_base, sweep_spec = cells[sweep_name]
+        for arm, first, second in (("baseline", base, sweep_base), ("speculative", spec, sweep_spec)):
+            prompts = {r.prompt_index for r in first.records} & {r.prompt_index for r in second.records}
+            if prompts:
+                repeats.append((arm, _rate_on(first.records, prompts), _rate_on(second.records, prompts), what))
+    return repeats
+
+
+def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], settings: CompareSettings,
+                 stages: Sequence[StageRuns], label: str, comparison_id: int | None = None,
+                 seed: int = 0) -> CompareResult:
+    """Compute the whole comparison from the stored runs of ``stages``."""
+    rng = np.random.default_rng(seed)
+    resamples = settings.bootstrap_resamples
+    single: list[SingleStreamDomain] = []
+    sweep: list[SweepPoint] = []
+    replicate_rows: list[np.ndarray | None] = []
+    all_base: list[RequestRecord] = []
+    all_spec: list[RequestRecord] = []
+    lossless_pairs = []
+    at_one: dict[str, tuple[ArmSamples, ArmSamples]] = {}   # concurrency-1 samples per stage
+    server_accepts: list[float] = []   # the speculative arm's per-point acceptance figures
+    for stage in stages:
+        base_levels = _samples(store, stage.baseline_run_ids)
+        spec_levels = _samples(store, stage.speculative_run_ids)
+        cells: list[tuple[str, int, ArmSamples, ArmSamples]] = []
+        for level in sorted(set(base_levels) & set(spec_levels)):
+            if stage.stage == SPLIT_SINGLE_STAGE:
+                base_parts, spec_parts = split_by_domain(base_levels[level]), split_by_domain(spec_levels[level])
+                cells += [(SINGLE_PREFIX + d, level, base_parts[d], spec_parts[d])
+                          for d in sorted(set(base_parts) & set(spec_parts))]
+            else:
+                cells.append((stage.stage, level, base_levels[level], spec_levels[level]))
+        for stage_name, level, base, spec in cells:
+            if level == 1:
+                at_one[stage_name] = (base, spec)
+            all_base += base.records
+            all_spec += spec.records
+            server_accepts += spec.point_accept
+            point = paired_point(base, spec, rng, resamples)
+            lossless_pairs += [(stage_name, b.prompt_index, b.request_index, b.output_text, s.output_text)
+                               for b, s in point.pairs]
+            common = dict(request_tok_s_ratio=point.request_tok_s.ci, tpot_ratio=point.tpot.ci,
+                          ttft_ratio=point.ttft.ci, baseline=_arm_point(base), speculative=_arm_point(spec))
+            ci = point.throughput.ci
+            if stage_name.startswith(SINGLE_PREFIX):
+                single.append(SingleStreamDomain(
+                    domain=stage_name[len(SINGLE_PREFIX):], baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
+                    speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method,
+                    accept_length=spec.accept_length, **common))
+            elif stage_name.startswith(SWEEP_PREFIX):
+                sweep.append(SweepPoint(
+                    concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
+                    ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, **common))
+                replicate_rows.append(point.throughput.replicates)
+    replicates = None
+    if sweep and all(r is not None for r in replicate_rows):
+        replicates = np.stack(replicate_rows, axis=1)   # (B, points)
+    crossover = find_crossover([p.concurrency for p in sweep], [p.ratio for p in sweep], replicates)
+    recommendation = recommend(crossover)
+    suites = tuple({s.suite.content_hash: s.suite for s in stages}.values())
+    return CompareResult(
+        comparison_id=comparison_id, created_at=utc_now(), tool_version=__version__, arms=arms,
+        speculative_label=label, settings=settings, suites=suites, stages=tuple(stages),
+        single_stream=tuple(single), sweep=tuple(sweep),
+        crossover_concurrency=crossover.concurrency, crossover=crossover,
+        recommended_disable_above=recommendation.disable_above, recommendation=recommendation,
+        verdict_lines=verdict_lines(label, single, sweep, crossover),
+        losslessness=check_losslessness(lossless_pairs, temperature=settings.temperature),
+        health=health_warnings(all_spec, all_base, settings.max_tokens,
+                               server_accept=float(np.mean(server_accepts)) if server_accepts else None)
+        + drift_warnings(
+            _repeated_measurements(stages, at_one)),
+        tokens_per_chunk={"baseline": chunk_histogram(all_base), "speculative": chunk_histogram(all_spec)},
+        acceptance_by_position=acceptance_by_position(all_spec),
+        acceptance_by_domain={d.domain: d.accept_length for d in single},
+    )

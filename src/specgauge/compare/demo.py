@@ -1,0 +1,129 @@
+"""``specgauge demo``: speculation off vs EAGLE-3 on the embedded engine and the shipped models.
+
+Single stream on the ``coding`` and ``encyclopedic`` suites, then a concurrency sweep reaching far
+enough to show where the baseline overtakes speculation; the verdict, ``report.html`` and
+``verdict.json``. Sized to finish in a few minutes on a 2-core CPU (docs/compare.md has the
+measured time). Nothing is faked: when this build has no EAGLE-3 arm (no drafter shipped, or
+``serve`` has no ``--speculative-algorithm EAGLE3``), the demo says so and stops.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from specgauge.compare.model import CompareResult
+from specgauge.compare.plan import ArmConfig, ComparePlan
+from specgauge.errors import UserError
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+TARGET_DIR = ASSETS / "target"
+DRAFT_DIR = ASSETS / "draft"      # the shipped EAGLE-3 head, serve's default --speculative-draft-model-path
+SPECULATIVE_ALGORITHM = "EAGLE3"
+
+
+def serve_help() -> str:
+    """``specgauge serve --help`` of this build ('' when the command is missing)."""
+    done = subprocess.run([sys.executable, "-m", "specgauge", "serve", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def speculative_arm_missing() -> str | None:
+    """Why this build cannot run the EAGLE-3 arm, or None when it can."""
+    if importlib.util.find_spec("specgauge.engine.launch") is None:
+        return "the embedded engine is not part of this build"
+    if not (TARGET_DIR / "config.json").exists():
+        return f"the shipped target model is missing ({TARGET_DIR})"
+    if not (DRAFT_DIR / "config.json").exists():
+        return f"the shipped EAGLE-3 drafter is missing ({DRAFT_DIR})"
+    text = serve_help()
+    if not text:
+        return "'specgauge serve' is not available (install the engine extra: pip install 'specgauge[engine]')"
+    if SPECULATIVE_ALGORITHM not in text:
+        return (f"'specgauge serve --help' lists no --speculative-algorithm {SPECULATIVE_ALGORITHM}: "
+                f"EAGLE-3 speculation has not landed in this build yet")
+    return None
+
+
+DOMAINS = ("coding", "encyclopedic")
+
+
+def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = None) -> ComparePlan:
+    """The demo's comparison: the same engine with speculation off and with EAGLE-3.
+
+    ``domain_suites`` maps a domain to the suite file it runs (the built-in suite cut to the
+    target's context, :func:`prepare_suites`).
+    """
+    return ComparePlan(
+        baseline=ArmConfig(name="baseline", kind="engine", value="--speculative-algorithm NONE"),
+        speculative=ArmConfig(name="speculative", kind="engine",
+                              value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
+        # SGLang /generate: cumulative token counts per chunk (one chunk per verify step) and per-request
+        # acceptance in meta_info; the target's tokenizer renders the chat prompts with its template.
+        api="sglang", tokenizer=str(TARGET_DIR / "tokenizer.json"), domains=DOMAINS, domain_suites=domain_suites or {},
+        concurrency=(1, 4, 16) if quick else (1, 4, 16, 64),
+        num_requests_single=3 if quick else 6, sweep_min_requests=4 if quick else 8, sweep_requests_per_user=1,
+        max_tokens=max_tokens(quick), warmup=1, seed=0, temperature=0.0, label="EAGLE-3",
+        bootstrap_resamples=1000)
+
+
+def max_tokens(quick: bool) -> int:
+    """Output tokens per demo request."""
+    return 32 if quick else 64
+
+
+def prepare_suites(output_dir: Path, *, quick: bool) -> tuple[dict[str, str], list[str]]:
+    """Each demo domain's built-in suite, cut to the requests that fit the target's context with the
+    demo's output length, written under ``output_dir/suites``; returns the map and what was cut."""
+    from specgauge.compare.fit import fitting_suite
+    from specgauge.suites.model import write_suite_jsonl
+    from specgauge.suites.registry import load_suite
+
+    directory = output_dir / "suites"
+    directory.mkdir(parents=True, exist_ok=True)
+    files, notes = {}, []
+    for domain in DOMAINS:
+        suite = load_suite(domain)
+        fitted = fitting_suite(suite, TARGET_DIR, max_tokens(quick))
+        if fitted is suite:
+            files[domain] = domain
+            continue
+        path = directory / f"{fitted.name}.jsonl"
+        write_suite_jsonl(fitted, path)
+        files[domain] = str(path)
+        notes.append(f"{domain}: {len(fitted.requests)} of {len(suite.requests)} prompts fit the target's context")
+    return files, notes
+
+
+async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False) -> CompareResult:
+    """Run the demo into ``output_dir`` (its store: ``output_dir/specgauge.db`` unless ``db``)."""
+    from rich.console import Console
+
+    from specgauge.compare.orchestrate import run_comparison
+    from specgauge.compare.progress import ComparisonProgress
+    from specgauge.store import Store
+
+    console = Console(stderr=True)
+    missing = speculative_arm_missing()
+    if missing:
+        raise UserError(f"demo: the speculative arm is not available yet: {missing}; the demo will not fake one")
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
+    domain_suites, notes = prepare_suites(output_dir, quick=quick)
+    plan = demo_plan(quick=quick, domain_suites=domain_suites)
+    console.print(f"[bold]specgauge demo[/]: speculation off vs {plan.label} on the embedded engine "
+                  f"({TARGET_DIR.name}); single stream on {', '.join(plan.domains)}, sweep "
+                  f"{', '.join(map(str, plan.concurrency))}")
+    for note in notes:
+        console.print(f"  {note}")
+    progress = ComparisonProgress(console)
+    try:
+        with Store.open(db or output_dir / "specgauge.db") as store:
+            return await run_comparison(plan, store, progress, on_stage=lambda text: console.print(f"[bold]{text}"))
+    finally:
+        progress.close()

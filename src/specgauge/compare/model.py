@@ -1,0 +1,254 @@
+"""The result of one comparison: what ``compare``/``demo`` print, write as ``verdict.json`` and store.
+
+The report renders a :class:`CompareResult` and nothing else, so every figure a plot needs is
+here. The top-level keys ``single_stream``, ``sweep``, ``crossover_concurrency`` and
+``recommended_disable_above`` are the contract of ``verdict.json`` (docs/compare.md).
+Ratios are always speculative / baseline; a CI is a 95% bootstrap interval (``method`` says how).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+FORMAT_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Percentiles(_Frozen):
+    """One metric's distribution at one point (ms); None when there is no sample."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    count: int = 0
+
+
+class RatioCI(_Frozen):
+    """A speculative/baseline ratio with its 95% bootstrap interval.
+
+    ``method``: ``paired_requests`` (pairs of requests with the same index and prompt resampled
+    together), ``within_arm`` (each arm's requests resampled on their own), or ``none`` (too few
+    samples for an interval: ``ci_low``/``ci_high`` are None).
+    """
+
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    method: Literal["paired_requests", "within_arm", "none"] = "none"
+    pairs: int = 0
+
+
+class ArmPoint(_Frozen):
+    """One arm's figures at one point (a domain's single stream, or one sweep concurrency)."""
+
+    output_tok_s: float | None = None        # aggregate: output tokens / measured window (all rounds)
+    request_tok_s: Percentiles = Percentiles()  # per request: output tokens / E2E seconds
+    ttft_ms: Percentiles = Percentiles()
+    tpot_ms: Percentiles = Percentiles()
+    itl_ms: Percentiles = Percentiles()
+    accept_length: float | None = None
+    num_ok: int = 0
+    num_errors: int = 0
+    achieved_concurrency: float | None = None
+
+
+class SingleStreamDomain(_Frozen):
+    """Single-stream (concurrency 1) result of one domain. ``speedup`` = speculative / baseline tok/s."""
+
+    domain: str
+    baseline_tok_s: float | None
+    speculative_tok_s: float | None
+    speedup: float | None
+    ci_low: float | None
+    ci_high: float | None
+    accept_length: float | None              # the speculative arm's mean acceptance length
+    ci_method: str = "none"                  # how the speedup's interval was resampled (RatioCI.method)
+    request_tok_s_ratio: RatioCI = RatioCI()
+    tpot_ratio: RatioCI = RatioCI()
+    ttft_ratio: RatioCI = RatioCI()
+    baseline: ArmPoint = ArmPoint()
+    speculative: ArmPoint = ArmPoint()
+
+
+class SweepPoint(_Frozen):
+    """One sweep concurrency. ``ratio`` = speculative / baseline aggregate tok/s with its CI."""
+
+    concurrency: int
+    baseline_tok_s: float | None
+    speculative_tok_s: float | None
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str = "none"
+    request_tok_s_ratio: RatioCI = RatioCI()
+    tpot_ratio: RatioCI = RatioCI()
+    ttft_ratio: RatioCI = RatioCI()
+    baseline: ArmPoint = ArmPoint()
+    speculative: ArmPoint = ArmPoint()
+
+
+class Crossover(_Frozen):
+    """Where the throughput ratio crosses 1, interpolated in log-concurrency.
+
+    ``kind``: ``crosses`` (``concurrency`` set, with an interval from the bootstrap replicates of
+    the curve; ``ci_high`` None when some replicates never cross within the tested range),
+    ``never`` (speculation pays at every tested concurrency), ``always_below`` (it never pays,
+    not even at the lowest), ``insufficient`` (fewer than two usable points).
+    """
+
+    kind: Literal["crosses", "never", "always_below", "insufficient"]
+    concurrency: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    between: tuple[int, int] | None = None   # the two tested concurrencies it falls between
+
+
+class ServerSetting(_Frozen):
+    """How to apply the threshold on one server: the flags or config, and what they mean."""
+
+    server: Literal["sglang", "vllm", "specgauge"]
+    setting: str
+    note: str
+
+
+class Recommendation(_Frozen):
+    """When to switch speculation off. ``disable_above`` None: keep it on (it pays everywhere
+    tested); 0: switch it off (it never pays); N: speculate only while at most N requests run."""
+
+    disable_above: int | None
+    rule: str
+    settings: tuple[ServerSetting, ...] = ()
+
+
+class VerifyPoint(_Frozen):
+    """``--verify``: the thresholded speculative engine against the baseline at one concurrency."""
+
+    concurrency: int
+    baseline_tok_s: float | None
+    thresholded_tok_s: float | None
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    worse_beyond_noise: bool
+
+
+class Verification(_Frozen):
+    disable_above: int
+    points: tuple[VerifyPoint, ...]
+    never_worse: bool
+
+
+class HistogramBin(_Frozen):
+    tokens: int        # tokens carried by one chunk
+    count: int         # chunks that carried that many
+
+
+class PositionBin(_Frozen):
+    """Mean tokens per chunk (≈ acceptance length per verify step) over an output-position range."""
+
+    start: int         # first output token position of the bin (inclusive)
+    end: int           # last (exclusive)
+    tokens_per_chunk: float
+    chunks: int
+
+
+class MismatchExample(_Frozen):
+    stage: str
+    prompt_index: int
+    request_index: int
+    first_difference: int    # character offset of the first difference
+    baseline_excerpt: str
+    speculative_excerpt: str
+
+
+class Losslessness(_Frozen):
+    """Baseline vs speculative output at temperature 0, text-exact per request pair."""
+
+    checked: bool
+    reason: str | None = None     # why not checked (temperature > 0, no pairs)
+    compared: int = 0
+    mismatches: int = 0
+    mismatch_rate: float | None = None
+    examples: tuple[MismatchExample, ...] = ()
+
+
+class HealthWarning(_Frozen):
+    code: Literal["accept_length_one", "chunks_disagree_with_server", "acceptance_falls_with_position",
+                  "degenerate_output", "errors", "no_acceptance_figures", "machine_drift"]
+    message: str
+
+
+class ArmDescription(_Frozen):
+    name: Literal["baseline", "speculative"]
+    kind: Literal["url", "command", "engine"]
+    description: str               # the URL, the command, or the engine arguments
+    url: str | None = None         # where it was measured (a launched arm's URL includes its port)
+    model: str | None = None
+    server_fingerprint: dict | None = None
+
+
+class SuiteInfo(_Frozen):
+    name: str
+    version: int
+    content_hash: str
+
+
+class StageRuns(_Frozen):
+    """The bench runs behind one stage (a domain's single stream or the sweep), one per round."""
+
+    stage: str                     # "single:<domain>", "single" (a suite file split by domain) or "sweep:c=<n>"
+    suite: SuiteInfo
+    baseline_run_ids: tuple[int, ...]
+    speculative_run_ids: tuple[int, ...]
+
+
+class CompareSettings(_Frozen):
+    api: str
+    domains: tuple[str, ...]
+    concurrency: tuple[int, ...]
+    num_requests_single: int
+    num_requests_sweep: int | None
+    max_tokens: int | None
+    seed: int
+    temperature: float
+    warmup: int
+    rounds: int
+    schedule: Literal["abba_by_point", "sequential_rounds"]
+    bootstrap_resamples: int
+
+
+class CompareResult(_Frozen):
+    """One whole comparison. ``model_dump(mode="json")`` is ``verdict.json``."""
+
+    format_version: int = FORMAT_VERSION
+    comparison_id: int | None = None
+    created_at: str
+    tool_version: str
+    arms: tuple[ArmDescription, ArmDescription]
+    speculative_label: str = "speculation"   # e.g. "EAGLE-3", used in verdict lines
+    settings: CompareSettings
+    suites: tuple[SuiteInfo, ...]
+    stages: tuple[StageRuns, ...]
+    single_stream: tuple[SingleStreamDomain, ...]
+    sweep: tuple[SweepPoint, ...]
+    crossover_concurrency: float | None
+    crossover: Crossover
+    recommended_disable_above: int | None
+    recommendation: Recommendation
+    verification: Verification | None = None
+    verdict_lines: tuple[str, ...]
+    losslessness: Losslessness
+    health: tuple[HealthWarning, ...]
+    tokens_per_chunk: dict[str, tuple[HistogramBin, ...]]      # per arm name
+    acceptance_by_position: tuple[PositionBin, ...]            # the speculative arm
+    acceptance_by_domain: dict[str, float | None]              # speculative arm, single stream
+
+    def arm(self, name: str) -> ArmDescription:
+        """The arm called ``name`` (``baseline`` or ``speculative``)."""
+        return next(a for a in self.arms if a.name == name)

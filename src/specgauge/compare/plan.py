@@ -1,0 +1,127 @@
+"""``ComparePlan``: what one comparison runs, validated once at the edge (CLI, demo, caller)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from specgauge.compare.arms import ArmSpec
+from specgauge.load.bench_config import BenchConfig
+
+SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
+SINGLE_PREFIX = "single:"
+SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
+
+
+class ArmConfig(BaseModel):
+    """One arm as stored with the comparison."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Literal["baseline", "speculative"]
+    kind: Literal["url", "command", "engine"]
+    value: str
+
+    def spec(self) -> ArmSpec:
+        return ArmSpec(self.name, self.kind, self.value)
+
+
+class Stage(BaseModel):
+    """A part of the comparison with its own suite: a domain's single stream, or the sweep."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    suite: str
+    concurrency: tuple[int, ...]
+    num_requests: int | None
+
+
+class ComparePlan(BaseModel):
+    """A comparison of two arms on the same suites, prompts, seed and settings.
+
+    Single stream per domain (each built-in domain suite at concurrency 1, or ``suite`` split by
+    its domain tags), then the concurrency sweep on ``sweep_suite`` (default: ``suite``, else the
+    first domain's suite), one run per arm and concurrency so that each point has its own request
+    count: ``num_requests_sweep`` when given, else max(``sweep_min_requests``,
+    ``sweep_requests_per_user`` x concurrency). ``rounds`` repeats everything; rounds pool as more
+    requests.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    baseline: ArmConfig
+    speculative: ArmConfig
+    api: str = "openai-chat"
+    domains: tuple[str, ...] = ("coding", "encyclopedic")
+    domain_suites: dict[str, str] = Field(default_factory=dict)   # domain -> suite ref (default: the built-in)
+    suite: str | None = None
+    sweep_suite: str | None = None
+    concurrency: tuple[int, ...] = (1, 4, 16, 64)
+    num_requests_single: int = Field(default=12, ge=1)
+    num_requests_sweep: int | None = Field(default=None, ge=1)   # fixed count per sweep point; else scaled:
+    sweep_requests_per_user: int = Field(default=2, ge=1)        # max(sweep_min_requests, this x concurrency)
+    sweep_min_requests: int = Field(default=16, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    temperature: float = Field(default=0.0, ge=0)
+    warmup: int = Field(default=2, ge=0)
+    rounds: int = Field(default=1, ge=1)
+    model: str | None = None
+    tokenizer: str | None = None   # tokenizer.json: chat template for /generate, tokens per chunk when uncounted
+    label: str = "speculation"
+    bootstrap_resamples: int = Field(default=2000, ge=100)
+    start_timeout_s: float = Field(default=180.0, gt=0)
+    api_key: str | None = Field(default=None, exclude=True)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _sorted_levels(cls, values: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(sorted(set(values)))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ComparePlan":
+        if self.baseline.name != "baseline" or self.speculative.name != "speculative":
+            raise ValueError("arms must be named baseline and speculative")
+        if not self.domains and not self.suite and not self.concurrency:
+            raise ValueError("nothing to run: give --domains, --suite or --concurrency")
+        for stage in self.stages():   # the bench rules (API name, concurrency >= 1, ...) apply to every stage
+            self.bench_config(stage, "http://127.0.0.1")
+        return self
+
+    @property
+    def schedule(self) -> Literal["abba_by_point", "sequential_rounds"]:
+        """ABBA by point when both arms can be up at once; arms one after the other when one is a
+        launch command (it may need the whole machine or GPU)."""
+        if "command" in (self.baseline.kind, self.speculative.kind):
+            return "sequential_rounds"
+        return "abba_by_point"
+
+    def stages(self) -> list[Stage]:
+        """Single-stream stages, then the sweep."""
+        stages = []
+        if self.suite is not None:
+            stages.append(Stage(name=SPLIT_SINGLE_STAGE, suite=self.suite, concurrency=(1,),
+                                num_requests=self.num_requests_single))
+        else:
+            stages += [Stage(name=SINGLE_PREFIX + d, suite=self.domain_suites.get(d, d), concurrency=(1,),
+                             num_requests=self.num_requests_single) for d in self.domains]
+        first_domain = self.domain_suites.get(self.domains[0], self.domains[0]) if self.domains else "mixed"
+        sweep_suite = self.sweep_suite or self.suite or first_domain
+        stages += [Stage(name=f"{SWEEP_PREFIX}{c}", suite=sweep_suite, concurrency=(c,),
+                         num_requests=self.sweep_requests(c)) for c in self.concurrency]
+        return stages
+
+    def sweep_requests(self, concurrency: int) -> int:
+        """Measured requests per arm at one sweep concurrency."""
+        if self.num_requests_sweep is not None:
+            return self.num_requests_sweep
+        return max(self.sweep_min_requests, self.sweep_requests_per_user * concurrency)
+
+    def bench_config(self, stage: Stage, url: str) -> BenchConfig:
+        """The bench settings of one arm's run of ``stage``: identical for both arms but the URL."""
+        return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=stage.concurrency,
+                           num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
+                           max_tokens=self.max_tokens, temperature=self.temperature, model=self.model,
+                           api_key=self.api_key, tokenizer_path=self.tokenizer)

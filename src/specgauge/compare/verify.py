@@ -1,0 +1,56 @@
+"""``compare --verify``: re-run the sweep with the recommended threshold applied on the embedded
+engine (``--speculative-disable-above N``) against the baseline, ABBA by point, and check that it
+is never worse than the baseline beyond noise (no point whose 95% interval lies wholly below 1).
+"""
+
+from __future__ import annotations
+
+from specgauge.compare.model import CompareResult, Verification, VerifyPoint
+from specgauge.compare.orchestrate import run_comparison
+from specgauge.compare.plan import ArmConfig, ComparePlan
+from specgauge.errors import UserError
+from specgauge.store import Store
+
+DISABLE_FLAG = "--speculative-disable-above"
+
+
+def require_threshold_flag() -> None:
+    """Refuse ``--verify`` up front when this build's ``specgauge serve`` has no threshold flag."""
+    from specgauge.compare.demo import serve_help
+
+    if DISABLE_FLAG not in serve_help():
+        raise UserError(f"--verify: this build's 'specgauge serve' has no {DISABLE_FLAG} option, so the "
+                        f"threshold cannot be applied")
+
+
+def thresholded_plan(plan: ComparePlan, threshold: int) -> ComparePlan:
+    """The sweep only, with the speculative engine given ``--speculative-disable-above threshold``."""
+    if plan.speculative.kind != "engine":
+        raise UserError("--verify needs the speculative arm as --speculative-engine (it sets the engine's threshold)")
+    args = f"{plan.speculative.value} {DISABLE_FLAG} {threshold}"
+    return plan.model_copy(update={
+        "speculative": ArmConfig(name="speculative", kind="engine", value=args),
+        "domains": (), "suite": None, "sweep_suite": plan.stages()[-1].suite,
+        "label": f"{plan.label} with {DISABLE_FLAG} {threshold}"})
+
+
+async def verify_threshold(plan: ComparePlan, store: Store, result: CompareResult, progress=None) -> CompareResult:
+    """``result`` with its :class:`Verification` filled in (unchanged when there is no threshold to verify)."""
+    threshold = result.recommended_disable_above
+    if threshold is None or threshold == 0:
+        return result
+    checked = await run_comparison(thresholded_plan(plan, threshold), store, progress)
+    points = tuple(VerifyPoint(concurrency=p.concurrency, baseline_tok_s=p.baseline_tok_s,
+                               thresholded_tok_s=p.speculative_tok_s, ratio=p.ratio, ci_low=p.ci_low, ci_high=p.ci_high,
+                               worse_beyond_noise=p.ci_high is not None and p.ci_high < 1.0)
+                   for p in checked.sweep)
+    verification = Verification(disable_above=threshold, points=points,
+                                never_worse=not any(p.worse_beyond_noise for p in points))
+    line = (f"Verified: with {DISABLE_FLAG} {threshold} speculation is never worse than the baseline beyond noise."
+            if verification.never_worse else
+            f"Not verified: with {DISABLE_FLAG} {threshold} the baseline is still faster beyond noise at "
+            + ", ".join(str(p.concurrency) for p in points if p.worse_beyond_noise) + " concurrent requests.")
+    updated = result.model_copy(update={"verification": verification, "verdict_lines": (*result.verdict_lines, line)})
+    if result.comparison_id is not None:
+        store.finish_comparison(result.comparison_id, status="done", result=updated.model_dump(mode="json"))
+    return updated

@@ -1,0 +1,105 @@
+"""``specgauge report ID``: regenerate a report from the results store.
+
+``ID`` is a comparison (``c3``) or one bench run (``7``). Heavy imports (matplotlib, rich) stay
+inside the command body.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import click
+
+from specgauge.errors import UserError
+
+_REPORT_ID = re.compile(r"^(?:(?P<comparison>c)(?P<cid>\d+)|(?P<rid>\d+))$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReportRef:
+    """What ``specgauge report`` was asked for: a comparison or a bench run, by id."""
+
+    kind: str   # "comparison" | "run"
+    id: int
+
+    def __str__(self) -> str:
+        return f"c{self.id}" if self.kind == "comparison" else str(self.id)
+
+
+def parse_report_id(text: str) -> ReportRef:
+    """``c3`` → comparison 3; ``7`` → bench run 7; anything else is a one-line ``UserError``."""
+    match = _REPORT_ID.match(text.strip())
+    if match is None:
+        raise UserError(f"ID {text!r}: give a bench run id (e.g. 7) or a comparison id (e.g. c3); "
+                        f"see 'specgauge runs'")
+    if match["comparison"]:
+        return ReportRef("comparison", int(match["cid"]))
+    return ReportRef("run", int(match["rid"]))
+
+
+def load_report(store, ref: ReportRef):
+    """The :class:`ReportData` of ``ref`` and, for a run, its bench JSON document."""
+    from pydantic import ValidationError
+
+    from specgauge.compare.model import CompareResult
+    from specgauge.report.export import run_document
+    from specgauge.report.report_data import report_from_compare, report_from_run
+
+    if ref.kind == "comparison":
+        row = store.get_comparison(ref.id)
+        if row.result is None:
+            why = f": {row.error}" if row.error else ""
+            raise UserError(f"comparison {ref.id} is {row.status} and has no result to report{why}")
+        try:
+            result = CompareResult.model_validate(row.result)
+        except ValidationError as exc:
+            raise UserError(f"comparison {ref.id}: its stored result does not match this specgauge's "
+                            f"format ({exc.error_count()} error(s)); upgrade specgauge") from None
+        return report_from_compare(result), None
+    data = report_from_run(store, ref.id)
+    return data, run_document(store.get_run(ref.id), store.get_points(ref.id))
+
+
+@click.command("report")
+@click.argument("report_id", metavar="ID")
+@click.option("--html", "html_path", metavar="FILE", help="write only the self-contained HTML report to FILE")
+@click.option("--output-dir", metavar="DIR",
+              help="write report.html, plots/*.png, the JSON and sweep.csv here [default: report-ID]")
+@click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
+def report_command(report_id: str, html_path: str | None, output_dir: str | None, db: str) -> None:
+    """Regenerate the report of a comparison (ID like c3) or of one bench run (ID like 7).
+
+    With --html only, just that HTML file is written; otherwise everything goes into --output-dir.
+    """
+    from rich.console import Console
+
+    from specgauge.report.html import render_html, write_report
+    from specgauge.report.terminal import run_table
+    from specgauge.report.verdict_table import verdict_renderable
+    from specgauge.store import Store
+
+    ref = parse_report_id(report_id)
+    with Store.open(db, create=False) as store:
+        data, document = load_report(store, ref)
+        run_view = (store.get_run(ref.id), store.get_points(ref.id)) if ref.kind == "run" else None
+        part_of = store.comparison_of_run(ref.id) if ref.kind == "run" else None
+    console = Console()
+    console = console if console.is_terminal else Console(width=160)
+    if run_view is not None:
+        console.print(run_table(*run_view))
+    console.print(verdict_renderable(data))
+    if html_path and not output_dir:
+        written = [render_html(data, html_path)]
+    else:
+        files = write_report(data, output_dir or f"report-{ref}", html_path=html_path, run_document=document)
+        written = [files.html, files.json, files.csv, files.pngs[0].parent]
+    click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+    if part_of is not None:
+        click.echo(f"run {ref.id} is one arm of comparison {part_of}: 'specgauge report c{part_of}' shows both",
+                   err=True)
+
+
+def register(app: click.Group) -> None:
+    """Add this part's commands to the root group."""
+    app.add_command(report_command)

@@ -1,0 +1,83 @@
+"""The report's sentences: headline, crossover, definitions (shared by the terminal and HTML)."""
+
+from __future__ import annotations
+
+import re
+
+from specgauge.analysis import definitions
+from specgauge.report.formatting import concurrency_with_ci, number
+from specgauge.report.report_data import ReportData
+
+DEFINITIONS_SOURCE = "specgauge.analysis.definitions"
+_BULLET = re.compile(r"^- (?P<term>[^:]+): (?P<text>.*)$")
+
+
+def metric_definitions() -> list[tuple[str, str]]:
+    """(term, definition) pairs from :mod:`specgauge.analysis.definitions`' docstring, where
+    they are written once; continuation lines are joined to their bullet."""
+    pairs: list[tuple[str, str]] = []
+    for line in (definitions.__doc__ or "").splitlines():
+        match = _BULLET.match(line.strip())
+        if match:
+            pairs.append((match["term"].strip(), match["text"].strip()))
+        elif pairs and line.startswith("  ") and line.strip():
+            term, text = pairs[-1]
+            pairs[-1] = (term, f"{text} {line.strip()}")
+    return pairs
+
+
+def crossover_sentence(data: ReportData) -> str | None:
+    """Where the baseline overtakes speculation, in words (``None`` for a one-arm report)."""
+    result = data.comparison
+    if result is None:
+        return None
+    crossover = result.crossover
+    tested = sorted(p.concurrency for p in result.sweep)
+    if crossover.kind == "crosses":
+        return (f"The baseline overtakes {result.speculative_label} at "
+                f"{concurrency_with_ci(crossover.concurrency, crossover.ci_low, crossover.ci_high)} "
+                f"concurrent requests.")
+    if crossover.kind == "never":
+        return f"{result.speculative_label} pays at every tested concurrency (up to {tested[-1]})." if tested \
+            else f"{result.speculative_label} pays at every tested concurrency."
+    if crossover.kind == "always_below":
+        return f"{result.speculative_label} never pays, not even at {tested[0]} concurrent request(s)." if tested \
+            else f"{result.speculative_label} never pays."
+    return "Too few sweep points to place a crossover."
+
+
+def recommendation_sentence(data: ReportData) -> str | None:
+    """The threshold as one instruction (``None`` for a one-arm report)."""
+    if data.comparison is None:
+        return None
+    threshold = data.comparison.recommendation.disable_above
+    if threshold is None:
+        return "Keep speculation on: it pays at every tested concurrency."
+    if threshold == 0:
+        return "Switch speculation off: it does not pay at any tested concurrency."
+    return f"Disable speculation above {threshold} concurrent requests."
+
+
+def headline(data: ReportData) -> list[str]:
+    """The lines at the top of the report: the verdict, or for one run its main figures."""
+    if data.comparison is not None:
+        return list(data.comparison.verdict_lines)
+    arm = data.arms[0]
+    measured = [p for p in arm.points if p.output_tokens_per_s is not None]
+    if not measured:
+        return [f"{arm.label}: no finished closed-loop point to report."]
+    lines = []
+    single = arm.point_at(1)
+    if single is not None and single.output_tokens_per_s is not None:
+        lines.append(f"Single stream: {number(single.output_tokens_per_s)} tok/s, "
+                     f"TTFT p50 {number(single.ttft_ms.get('p50'))} ms, "
+                     f"TPOT p50 {number(single.tpot_ms.get('p50'), ',.2f')} ms.")
+    peak = max(measured, key=lambda p: p.output_tokens_per_s)
+    lines.append(f"Peak throughput {number(peak.output_tokens_per_s)} tok/s at {peak.concurrency} concurrent "
+                 f"request(s) (of {', '.join(str(p.concurrency) for p in arm.points)} tested).")
+    accept = [p.accept_length for p in measured if p.accept_length is not None]
+    if accept:
+        low, high = f"{min(accept):.2f}", f"{max(accept):.2f}"
+        span = low if low == high else f"{low}–{high}"
+        lines.append(f"Acceptance length {span} tokens per verify step (incl. the bonus token).")
+    return lines

@@ -1,0 +1,210 @@
+"""compare end to end against real loopback servers: ABBA order, crossover, store, CLI contract."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from loaded_server import crossing_pair
+from specgauge.compare.orchestrate import result_of_comparison, run_comparison
+from specgauge.compare.plan import ArmConfig, ComparePlan
+from specgauge.report.progress import NullProgress
+from specgauge.store import Store
+
+CONTRACT_SINGLE = {"domain", "baseline_tok_s", "speculative_tok_s", "speedup", "ci_low", "ci_high", "accept_length"}
+CONTRACT_SWEEP = {"concurrency", "baseline_tok_s", "speculative_tok_s", "ratio", "ci_low", "ci_high"}
+
+
+class RecordingProgress(NullProgress):
+    def __init__(self):
+        self.labels = []
+
+    def point_started(self, point_index, label, total, already_done):
+        self.labels.append(label)
+
+
+def url_plan(baseline_url, speculative_url, **overrides):
+    settings = dict(baseline=ArmConfig(name="baseline", kind="url", value=baseline_url),
+                    speculative=ArmConfig(name="speculative", kind="url", value=speculative_url),
+                    api="sglang", domains=("coding", "encyclopedic"), concurrency=(1, 2, 4, 8, 16),
+                    num_requests_single=6, num_requests_sweep=16, warmup=1, bootstrap_resamples=400,
+                    label="scripted speculation")
+    settings.update(overrides)
+    return ComparePlan(**settings)
+
+
+async def test_abba_comparison_finds_the_crossover_and_stores_everything(tmp_path):
+    baseline, speculative = crossing_pair()
+    progress = RecordingProgress()
+    with baseline, speculative, Store.open(tmp_path / "c.db") as store:
+        plan = url_plan(baseline.url, speculative.url)
+        result = await run_comparison(plan, store, progress)
+        stored = result_of_comparison(store, result.comparison_id)
+        links = store.comparison_runs(result.comparison_id)
+
+    # ABBA by point: the first arm alternates from one point to the next, over all stages.
+    firsts = [label.split()[0] for label in progress.labels[::2]]
+    seconds = [label.split()[0] for label in progress.labels[1::2]]
+    assert firsts == ["base", "spec"] * 3 + ["base"] and all(a != b for a, b in zip(firsts, seconds))
+
+    assert [d.domain for d in result.single_stream] == ["coding", "encyclopedic"]
+    for domain in result.single_stream:
+        assert domain.ci_low > 1.2 and domain.speedup > 1.2           # ~1.6x alone
+        assert domain.accept_length == pytest.approx(2.67)
+        assert domain.request_tok_s_ratio.method == "paired_requests"
+    assert [p.concurrency for p in result.sweep] == [1, 2, 4, 8, 16]
+    assert result.sweep[-1].ci_high < 1.0                             # loses clearly at 16
+    assert result.crossover.kind == "crosses" and 2 < result.crossover_concurrency < 16
+    assert result.recommended_disable_above == int(result.crossover_concurrency)
+    assert result.settings.schedule == "abba_by_point"
+    assert result.losslessness.checked and result.losslessness.compared > 0
+    assert {b.tokens for b in result.tokens_per_chunk["speculative"]} == {2, 3}
+    assert {b.tokens for b in result.tokens_per_chunk["baseline"]} == {1}
+    assert any(line.startswith("scripted speculation speeds up single-stream coding") for line in result.verdict_lines)
+    assert stored == result
+    assert sorted((link.stage, link.arm) for link in links) == sorted(
+        (stage, arm) for stage in ("single:coding", "single:encyclopedic", *(f"sweep:c={c}" for c in (1, 2, 4, 8, 16)))
+        for arm in ("baseline", "speculative"))
+
+
+def launch_command(script: dict) -> str:
+    return f"{sys.executable} -m specgauge.testing.scripted_server --port {{port}} --script '{json.dumps(script)}'"
+
+
+def run_cli(*args, timeout=120, log_dir=None):
+    """``specgauge ARGS``; launched arms' logs go to ``log_dir`` (TMPDIR) when given."""
+    env = {**os.environ, "TMPDIR": str(log_dir)} if log_dir else None
+    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_cli_with_launch_commands_runs_rounds_one_arm_after_the_other(tmp_path):
+    out = tmp_path / "verdict.json"
+    done = run_cli(
+        "compare", "--api", "sglang",
+        "--baseline-cmd", launch_command({"ttft_s": 0.003, "chunk_delay_s": 0.003, "num_chunks": 12}),
+        "--speculative-cmd", launch_command({"ttft_s": 0.003, "chunk_delay_s": 0.004, "num_chunks": 4,
+                                             "tokens_per_chunk": 3, "sglang_meta": {"spec_accept_length": 3.0}}),
+        "--domains", "coding", "--concurrency", "1,4", "--num-requests", "4", "--sweep-requests", "8",
+        "--rounds", "2", "--warmup", "0", "--resamples", "200", "--output-json", str(out),
+        "--output-dir", str(tmp_path / "report"), "--db", str(tmp_path / "c.db"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0
+    assert json.loads((tmp_path / "report" / "verdict.json").read_text()) == json.loads(out.read_text())
+    document = json.loads(out.read_text())
+    assert set(document) >= {"single_stream", "sweep", "crossover_concurrency", "recommended_disable_above"}
+    assert CONTRACT_SINGLE <= set(document["single_stream"][0])
+    assert CONTRACT_SWEEP <= set(document["sweep"][0])
+    assert document["settings"]["schedule"] == "sequential_rounds"
+    assert all(len(stage["baseline_run_ids"]) == 2 for stage in document["stages"])
+    assert document["single_stream"][0]["speedup"] > 1.5             # 12 chunks of 3 ms vs 4 of 4 ms
+    assert "speeds up single-stream coding" in done.stdout
+
+
+def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_path):
+    script = 'import sys; print("loading weights"); print("error: no model at /nope"); sys.exit(3)'
+    crash = f"{sys.executable} -c '{script}' {{port}}"
+    from specgauge.testing.scripted_server import ScriptedServer
+
+    with ScriptedServer() as running:   # the other arm answers; the launched one dies at start
+        done = run_cli("compare", "--baseline-cmd", crash, "--speculative", running.url, "--db", str(tmp_path / "c.db"),
+                       log_dir=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("specgauge: error:")]
+    assert len(errors) == 1 and done.stderr.strip().endswith(errors[0])
+    assert "baseline arm exited with code 3" in errors[0] and "error: no model at /nope" in errors[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--speculative", "http://127.0.0.1:9"], "missing the baseline arm"),
+    (["--baseline", "http://127.0.0.1:9", "--baseline-cmd", "x {port}", "--speculative", "http://127.0.0.1:9"],
+     "only one of --baseline"),
+    (["--baseline-cmd", "serve --port 1", "--speculative", "http://127.0.0.1:9"], "must contain {port}"),
+    (["--baseline", "127.0.0.1:9", "--speculative", "http://127.0.0.1:9"], "must be a URL"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--verify"], "--verify"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--domains", "nosuch"], "nosuch"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--concurrency", "1,x"], "1,x"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--allow-suite-change"],
+     "--against-baseline"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9",
+      "--output-json", "/nonexistent/v.json"],
+     "no such directory"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9"], "cannot reach http://127.0.0.1:9"),
+])
+def test_cli_misuse_is_one_line_and_exit_2(tmp_path, args, message):
+    done = run_cli("compare", *args, "--db", str(tmp_path / "c.db"), timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
+    assert not (tmp_path / "c.db").exists()
+
+
+def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
+    import signal
+    import time
+    import uuid
+
+    marker = uuid.uuid4().hex
+    arm_pattern = f"--port [0-9]+ --script .*{marker}"     # the launched arm (compare's own argv has {{port}})
+    slow = launch_command({"ttft_s": 0.01, "chunk_delay_s": 0.05, "num_chunks": 40, "token_text": marker})
+    process = subprocess.Popen([sys.executable, "-m", "specgauge", "compare", "--api", "sglang", "--baseline-cmd", slow,
+                                "--speculative-cmd", slow, "--domains", "coding", "--concurrency", "1",
+                                "--db", str(tmp_path / "c.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "TMPDIR": str(tmp_path)})   # its arms' logs
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True, text=True).stdout.split()
+            if found:
+                break
+            time.sleep(0.2)
+        assert found, "the launched arm never started"
+        time.sleep(1.5)                                   # requests are in flight now
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        leftover = subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True, text=True).stdout.split()
+        for pid in leftover:   # only if the test failed half-way: never leave this test's arm running
+            os.kill(int(pid), signal.SIGKILL)
+    assert not leftover, "the launched arm outlived compare"
+    assert process.returncode == 143, stderr
+    assert "terminated" in stderr
+
+
+async def test_a_suite_file_is_split_by_its_domain_tags(tmp_path):
+    from specgauge.suites.model import Suite, write_suite_jsonl
+
+    suite = Suite.model_validate({"name": "traffic", "version": 1, "requests": [
+        {"domain": domain, "messages": [{"role": "user", "content": f"{domain} question {i}"}], "max_tokens": 16}
+        for i in range(3) for domain in ("support", "sql")]})
+    path = tmp_path / "traffic.jsonl"
+    write_suite_jsonl(suite, path)
+    baseline, speculative = crossing_pair()
+    with baseline, speculative, Store.open(tmp_path / "c.db") as store:
+        result = await run_comparison(url_plan(baseline.url, speculative.url, suite=str(path), concurrency=(1, 4),
+                                               num_requests_single=12, num_requests_sweep=8), store)
+    assert [d.domain for d in result.single_stream] == ["sql", "support"]
+    assert all(d.baseline.num_ok + d.speculative.num_ok == 12 for d in result.single_stream)
+    assert all(d.speedup > 1.2 for d in result.single_stream)
+    assert [s.stage for s in result.stages] == ["single", "sweep:c=1", "sweep:c=4"]
+    assert {s.suite.name for s in result.stages} == {"traffic"}
+
+
+async def test_acceptance_from_vllm_counters_when_requests_carry_none(tmp_path):
+    from specgauge.testing.scripted_server import Script, ScriptedServer, VllmCounters
+
+    # Each request: 4 drafts of 3 tokens, 8 accepted -> acceptance length 1 + 8/4 = 3.0 (point-scoped).
+    counters = VllmCounters(drafts_per_request=4, draft_tokens_per_request=12, accepted_per_request=8)
+    with ScriptedServer(Script(ttft_s=0.002, chunk_delay_s=0.003, num_chunks=12)) as baseline, \
+            ScriptedServer(Script(ttft_s=0.002, chunk_delay_s=0.004, num_chunks=4, tokens_per_chunk=3),
+                           vllm=counters) as speculative, Store.open(tmp_path / "c.db") as store:
+        result = await run_comparison(url_plan(baseline.url, speculative.url, api="openai-chat", domains=("coding",),
+                                               concurrency=(1, 2), num_requests_single=4, num_requests_sweep=6),
+                                      store)
+    assert result.single_stream[0].accept_length == pytest.approx(3.0)
+    assert all(p.speculative.accept_length == pytest.approx(3.0) for p in result.sweep)
+    assert all(p.baseline.accept_length is None for p in result.sweep)

@@ -1,0 +1,47 @@
+"""specgauge demo: its plan, and an honest refusal when this build has no EAGLE-3 arm."""
+
+import subprocess
+import sys
+
+import pytest
+
+from specgauge.compare.demo import demo_plan, speculative_arm_missing
+
+
+def test_demo_plan_is_speculation_off_vs_eagle3_on_the_two_domains_and_a_sweep_to_64():
+    plan = demo_plan()
+    assert (plan.baseline.kind, plan.baseline.value) == ("engine", "--speculative-algorithm NONE")
+    assert (plan.speculative.kind, plan.speculative.value) == ("engine", "--speculative-algorithm EAGLE3")
+    assert plan.domains == ("coding", "encyclopedic") and plan.concurrency == (1, 4, 16, 64)
+    assert plan.schedule == "abba_by_point" and plan.temperature == 0
+    assert [plan.sweep_requests(c) for c in plan.concurrency] == [8, 8, 16, 64]
+
+
+def test_demo_says_the_speculative_arm_is_missing_instead_of_faking_one(tmp_path):
+    missing = speculative_arm_missing()
+    if missing is None:
+        pytest.skip("this build can run the EAGLE-3 arm (benchmarks/demo_time.py times the real demo)")
+    done = subprocess.run([sys.executable, "-m", "specgauge", "demo", "--output-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"specgauge: error: demo: the speculative arm is not available yet: {missing}; "
+                                   f"the demo will not fake one")
+    assert not (tmp_path / "out" / "verdict.json").exists()
+
+
+def test_demo_suites_are_cut_to_the_shipped_targets_context(tmp_path):
+    from specgauge.compare.demo import TARGET_DIR, prepare_suites
+    from specgauge.suites.registry import load_suite
+
+    if not (TARGET_DIR / "tokenizer.json").exists():
+        pytest.skip("no shipped target in this build")
+    pytest.importorskip("tokenizers")
+    files, notes = prepare_suites(tmp_path, quick=False)
+    assert set(files) == {"coding", "encyclopedic"}
+    for domain, ref in files.items():
+        suite = load_suite(ref)
+        assert suite.requests and all(r.domain == domain for r in suite.requests)
+        assert len(suite.requests) <= len(load_suite(domain).requests)
+    again, _ = prepare_suites(tmp_path / "again", quick=False)
+    assert [load_suite(r).content_hash for r in again.values()] == [load_suite(r).content_hash for r in files.values()]
+    assert all("prompts fit the target's context" in note for note in notes)

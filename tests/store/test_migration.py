@@ -1,0 +1,37 @@
+"""Schema 1 → 2: a store written before comparisons existed opens, keeps its runs, gains the tables."""
+
+import sqlite3
+
+from specgauge.store import SCHEMA_VERSION, Store
+from specgauge.store.schema import DDL
+
+
+def test_version_1_store_is_migrated_in_place(tmp_path):
+    path = tmp_path / "old.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(DDL)
+    connection.execute("INSERT INTO schema_version (version) VALUES (1)")
+    connection.execute("INSERT INTO runs (status, started_at, tool_version, host, url, api, config_json, suite_name,"
+                       " suite_version, suite_hash) VALUES ('done', '2026-01-01T00:00:00+00:00', '0.1.0', 'h',"
+                       " 'http://x', 'sglang', '{}', 'smoke', 1, 'ab')")
+    connection.commit()
+    connection.close()
+
+    with Store.open(path) as store:
+        assert store.get_run(1).suite_name == "smoke"
+        store.set_baseline("old", 1)
+        comparison = store.create_comparison({"note": "after migration"})
+        store.link_comparison_run(comparison, 1, arm="baseline", stage="sweep", round=0)
+        assert store.get_baseline("old").run_id == 1
+        assert store.comparison_of_run(1) == comparison
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_new_store_has_the_comparison_tables_at_the_current_version(tmp_path):
+    with Store.open(tmp_path / "new.db") as store:
+        comparison = store.create_comparison({"arms": 2})
+        store.finish_comparison(comparison, status="done", result={"verdict_lines": ["x"]})
+        row = store.get_comparison(comparison)
+        assert (row.status, row.plan, row.result) == ("done", {"arms": 2}, {"verdict_lines": ["x"]})
+        assert [c.id for c in store.list_comparisons()] == [comparison]
