@@ -94,6 +94,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served
             draft_model_path=str(speculative_draft_model_path) if speculative_draft_model_path else None,
             disable_above=speculative_disable_above, adaptive=speculative_adaptive),
     )
+    config.validate()  # bad flags fail with one line before anything loads
     print(f"loading {model_dir} on {device} ...", file=sys.stderr, flush=True)
     engine = Engine(config)
     settings = ServerSettings(served_model_name=served_model_name, api_key=api_key, max_body_bytes=max_body_bytes,
