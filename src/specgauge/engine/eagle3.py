@@ -56,11 +56,11 @@ ARCHITECTURE = "LlamaForCausalLMEagle3"
 def default_aux_layers(num_layers: int) -> tuple[int, int, int]:
     """SGLang's default capture points — the inputs of layers 2, L//2 and L−3 — clamped to
     ``1..L−1`` for shallow targets and pushed apart where they collide (L=6 → 2, 3, 4), so the
-    three features differ whenever the target has three layers to take them from."""
+    three features differ whenever the target has layers 1..3 to take them from (L=2 → 1, 1, 1)."""
     if num_layers < 1:
         raise ValueError("the target needs at least one layer")
-    top = max(num_layers - 1, 1)
-    raw = sorted(min(max(i, 1), top) for i in (2, num_layers // 2, num_layers - 3))
+    low, top = (1, num_layers - 1) if num_layers > 1 else (0, 0)
+    raw = sorted(min(max(i, low), top) for i in (2, num_layers // 2, num_layers - 3))
     out: list[int] = []
     for index in raw:
         if out and index <= out[-1]:
