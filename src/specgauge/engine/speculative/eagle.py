@@ -27,11 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 
 from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.eagle3 import Eagle3Head
 from specgauge.engine.kv_cache import ForwardBatch, KVCache
-from specgauge.engine.model import paged_attention
+from specgauge.engine.model import apply_rope, paged_attention
 from specgauge.engine.scheduler import Request
 from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.tree import DraftTree
@@ -75,6 +76,18 @@ class Eagle3Drafter:
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
         self.cache = KVCache(1, blocks.num_blocks, blocks.block_size, cfg.num_key_value_heads, cfg.head_size,
                              dtype, device)
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Plain weight tensors for the step (q/k/v and gate/up fused: fewer, larger matmuls)."""
+        head, mid = self.head, self.head.midlayer
+        attn, mlp = mid.self_attn, mid.mlp
+        with torch.no_grad():
+            self._qkv_w = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach()
+            self._gate_up_w = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
+        self._split = (attn.num_heads, attn.num_kv_heads, attn.head_dim)
+        self._norms = (mid.input_layernorm, mid.hidden_norm, mid.post_attention_layernorm, head.norm)
+        self._eps = head.config.rms_norm_eps
 
     def slots_needed(self, k: int) -> int:
         """KV slots past the pending token for ``k`` drafts (a tree also needs scratch nodes)."""
@@ -102,16 +115,24 @@ class Eagle3Drafter:
         the head produced itself. Returns its output features (N, h) and draft logits
         (M, draft_vocab) for ``batch.logit_indices``.
         """
-        head, mid = self.head, self.head.midlayer
+        head = self.head
+        n_q, n_kv, d = self._split
+        in_norm, hidden_norm, post_norm, final_norm = self._norms
         feat = features if fused else head.fuse(features)  # (N, h)
-        x = mid.attention_input(head.embed(batch.input_ids), feat)  # (N, 2h)
+        x = torch.cat([in_norm(head.embed(batch.input_ids)), hidden_norm(feat)], dim=-1)  # (N, 2h)
+        n = x.shape[0]
+        qkv = F.linear(x, self._qkv_w)  # (N, (Hq + 2 Hkv) D)
         cos, sin = head.rope(batch.positions)  # (N, D)
-        q, k, v = mid.project_qkv(x.unsqueeze(0), cos.unsqueeze(0), sin.unsqueeze(0))  # (1, H, N, D)
-        q, k, v = (t[0].transpose(0, 1).contiguous() for t in (q, k, v))  # (N, H, D)
+        qk = apply_rope(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos.unsqueeze(1), sin.unsqueeze(1))
+        q, k = qk[:, :n_q].contiguous(), qk[:, n_q:].contiguous()  # (N, Hq, D), (N, Hkv, D)
+        v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
         out = paged_attention(q, k, v, self.cache.k[0], self.cache.v[0], batch, self.cache.block_size,
                               torch.float32)  # (N, Hq*D)
-        hidden = mid.finish(feat, out.to(feat.dtype))  # (N, h)
-        return hidden, head.draft_logits(hidden.index_select(0, batch.logit_indices))
+        hidden = feat + F.linear(out.to(feat.dtype), head.midlayer.self_attn.o_proj.weight)  # (N, h)
+        gate, up = F.linear(post_norm(hidden), self._gate_up_w).chunk(2, -1)  # (N, I) each
+        hidden = hidden + F.linear(F.silu(gate) * up, head.midlayer.mlp.down_proj.weight)  # (N, h)
+        last = hidden.index_select(0, batch.logit_indices)  # (M, h)
+        return hidden, F.linear(final_norm(last), head.lm_head.weight)  # (M, draft_vocab)
 
     # -- drafting --------------------------------------------------------------------------
     def propose(self, requests: list[Request], ks: list[int]) -> list[DraftTree]:
