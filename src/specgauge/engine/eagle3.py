@@ -230,7 +230,7 @@ class Eagle3DecoderLayer(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
-def _chain_attention(q: torch.Tensor, base: KV, chain: Sequence[KV], scale: float) -> torch.Tensor:
+def chain_attention(q: torch.Tensor, base: KV, chain: Sequence[KV], scale: float) -> torch.Tensor:
     """Each row t attends causally to ``base`` rows 0..t and to row t of every KV in ``chain``.
 
     q (B, Hq, T, D); base and chain entries (B, Hkv, T, D) → (B, Hq, T, D), softmax in fp32.
@@ -333,7 +333,7 @@ class Eagle3Head(nn.Module):
         if base is None:
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=attn.num_kv_heads != attn.num_heads)
         else:
-            out = _chain_attention(q, base, [*chain, own], 1.0 / math.sqrt(attn.head_dim))
+            out = chain_attention(q, base, [*chain, own], 1.0 / math.sqrt(attn.head_dim))
         b, _, t, _ = out.shape
         new_features = self.midlayer.finish(residual, out.transpose(1, 2).reshape(b, t, -1))  # (B, T, h)
         return StepOutput(new_features, self.draft_logits(new_features), own)
@@ -399,6 +399,14 @@ def target_features(target: LlamaForCausalLM, input_ids: torch.Tensor,
 
 # -- files -----------------------------------------------------------------------------------------
 WEIGHTS_FILE = "model.safetensors"
+SHIPPED_DRAFT_DIR = Path(__file__).resolve().parents[1] / "assets" / "draft"
+
+
+def shipped_draft_dir() -> Path:
+    """The directory of the shipped drafter (trained for the shipped target); FileNotFoundError if absent."""
+    if not (SHIPPED_DRAFT_DIR / WEIGHTS_FILE).is_file():
+        raise FileNotFoundError(f"the shipped EAGLE-3 drafter is missing from {SHIPPED_DRAFT_DIR}; see docs/eagle3.md")
+    return SHIPPED_DRAFT_DIR
 
 
 def save_eagle3(head: Eagle3Head, path: str | Path, dtype: torch.dtype | None = torch.bfloat16,
