@@ -134,3 +134,28 @@ def test_high_acceptance_compacts_the_tree_path_and_stays_lossless(tree, tiny_mo
     assert tokens == reference[:48]
     assert engine.metrics.avg_spec_accept_length() > 1.8  # short outputs: the last steps draft less
     assert max(len(e.spec["spec_correct_drafts_histogram"]) for e in last) == 5  # some verify accepted all 4
+
+
+@pytest.mark.parametrize("algorithm", ["EAGLE3", "NGRAM"])
+def test_lossless_under_preemption_with_a_small_pool(algorithm, tiny_model_dir, head_dir, prompts):
+    """Draft slots make the pool run short: preempted requests (target and draft state dropped,
+    recomputed later) still give the plain output."""
+    sample = prompts[:24]
+    params = [SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)] * len(sample)
+    geometry = dict(max_running=16, max_tokens_per_step=96, block_size=4, num_blocks=90, max_model_len=160)
+    plain = make_spec_engine(tiny_model_dir, **geometry)
+    plain.start()
+    expected, _ = generate_all(plain, sample, params)
+    wait_idle(plain)
+    plain.stop()
+    spec = SpeculativeConfig(algorithm=algorithm, num_steps=3,
+                             draft_model_path=str(head_dir) if algorithm == "EAGLE3" else None)
+    engine = make_spec_engine(tiny_model_dir, speculative=spec, **geometry)
+    engine.start()
+    try:
+        got, _ = generate_all(engine, sample, params)
+        wait_idle(engine)
+    finally:
+        engine.stop()
+    assert got == expected
+    assert engine.scheduler.num_preemptions > 0, "the test meant to exercise preemption"
