@@ -74,6 +74,8 @@ def test_meta_info_openai_fields_and_counters_agree_with_the_stream(ngram_server
     assert per_pos == sorted(per_pos, reverse=True)
     assert metric(text, "vllm:spec_decode_num_drafts_total") >= 1
     assert metric(text, "sglang:spec_accept_length") > 1
+    assert metric(text, "sglang:spec_accept_rate") == pytest.approx(
+        sum(m["spec_num_correct_drafts"] for m in metas) / sum(m["spec_num_proposed_drafts"] for m in metas))
     for name in ("specgauge:spec_enabled", "specgauge:spec_num_draft_tokens",
                  "specgauge:spec_draft_time_seconds_count", "specgauge:spec_verify_time_seconds_count"):
         metric(text, name)

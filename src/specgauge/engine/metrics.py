@@ -46,6 +46,8 @@ class EngineMetrics:
             self.spec_accepted_per_pos.labels(position=str(position))
         self.spec_accept_length = Gauge("sglang:spec_accept_length",
                                         "Tokens emitted per verify since start (accepted + 1).", registry=r)
+        self.spec_accept_rate = Gauge("sglang:spec_accept_rate",
+                                      "Accepted / proposed draft tokens since start.", registry=r)
         self.spec_mode = Gauge("specgauge:spec_enabled", "1 when the last step drafted, 0 for plain decoding.",
                                registry=r)
         self.spec_k = Gauge("specgauge:spec_num_draft_tokens", "Draft tokens per request chosen for the last step.",
@@ -57,6 +59,8 @@ class EngineMetrics:
                                           buckets=STEP_BUCKETS, registry=r)
         self.spec_verifies = 0
         self.spec_verify_tokens = 0
+        self.spec_proposed = 0
+        self.spec_correct = 0
         self.last_draft_time: float | None = None
         self.last_verify_time: float | None = None
         self.draft_time_total = 0.0
@@ -68,6 +72,8 @@ class EngineMetrics:
         for proposed, correct, _ in counted:
             self.spec_verifies += 1
             self.spec_verify_tokens += correct + 1
+            self.spec_proposed += proposed
+            self.spec_correct += correct
             if proposed:
                 self.spec_drafts.inc()
                 self.spec_draft_tokens.inc(proposed)
@@ -76,6 +82,8 @@ class EngineMetrics:
                     self.spec_accepted_per_pos.labels(position=str(position)).inc()
         if self.spec_verifies:
             self.spec_accept_length.set(self.spec_verify_tokens / self.spec_verifies)
+        if self.spec_proposed:
+            self.spec_accept_rate.set(self.spec_correct / self.spec_proposed)
         self.spec_mode.set(1 if report.k > 0 else 0)
         self.spec_k.set(report.k)
         self.last_draft_time, self.last_verify_time = report.draft_seconds, report.verify_seconds
