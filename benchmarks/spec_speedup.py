@@ -5,8 +5,8 @@
 
 Prints:
 
-1. single-stream decode tok/s (median per request) with speculation off, EAGLE-3 chain and the
-   n-gram drafter on the ``coding`` and ``encyclopedic`` suites and on code-editing prompts (a
+1. single-stream decode tok/s (median per request) with speculation off, EAGLE-3 chain, the
+   n-gram drafter and EAGLE-3 with adaptive k on the ``coding`` and ``encyclopedic`` suites and on code-editing prompts (a
    function to change and return whole), arms interleaved request by request; the speedups
    over off; the acceptance length per suite (the requests' own ``spec_accept_length``);
 2. aggregate tok/s (closed loop) at each concurrency with speculation off, on, with
@@ -145,7 +145,7 @@ def main() -> None:
         "adaptive": eagle + ["--speculative-adaptive"],
     }
     if args.skip_aggregate:
-        arm_flags = {k: v for k, v in arm_flags.items() if k in ("off", "eagle3", "ngram")}
+        arm_flags = {k: v for k, v in arm_flags.items() if k in ("off", "eagle3", "ngram", "adaptive")}
     print(f"models: {note}\n  target {target}\n  drafter {draft}\nthreads {args.threads}, chain k={args.num_steps}",
           flush=True)
     processes = {arm: EngineProcess(common + flags, start_timeout=180) for arm, flags in arm_flags.items()}
@@ -157,18 +157,21 @@ def main() -> None:
         suites = {"coding": load_suite("coding"), "encyclopedic": load_suite("encyclopedic"),
                   "code-editing": code_editing_suite(args.tokens, 8)}
         started = time.perf_counter()
-        single = single_stream({a: servers[a] for a in ("off", "eagle3", "ngram")}, suites, args)
+        single_arms = [a for a in ("off", "eagle3", "ngram", "adaptive") if a in servers]
+        single = single_stream({a: servers[a] for a in single_arms}, suites, args)
         print(f"\nsingle-stream decode tok/s (median of {args.single_requests} requests per cell, "
-              f"{args.tokens} max tokens, arms interleaved; {time.perf_counter() - started:.0f} s)")
-        print(f"{'suite':<14}{'off':>8}{'eagle3':>8}{'ngram':>8}{'eagle3/off':>12}{'ngram/off':>11}"
-              f"{'accept eagle3':>15}{'accept ngram':>14}")
+              f"{args.tokens} max tokens, arms interleaved; {time.perf_counter() - started:.0f} s); "
+              f"accept = tokens per verify (the requests' spec_accept_length)")
+        spec_arms = single_arms[1:]
+        print(f"{'suite':<14}" + "".join(f"{a:>10}" for a in single_arms) + "".join(f"{a + '/off':>14}" for a in spec_arms)
+              + "".join(f"{'accept ' + a:>17}" for a in spec_arms))
         for suite_name in suites:
-            med = {a: statistics.median(single[(suite_name, a)][0]) for a in ("off", "eagle3", "ngram")}
+            med = {a: statistics.median(single[(suite_name, a)][0]) for a in single_arms}
             acc = {a: statistics.mean(single[(suite_name, a)][1]) if single[(suite_name, a)][1] else float("nan")
-                   for a in ("eagle3", "ngram")}
-            print(f"{suite_name:<14}{med['off']:>8.1f}{med['eagle3']:>8.1f}{med['ngram']:>8.1f}"
-                  f"{med['eagle3'] / med['off']:>11.2f}x{med['ngram'] / med['off']:>10.2f}x"
-                  f"{acc['eagle3']:>15.2f}{acc['ngram']:>14.2f}")
+                   for a in spec_arms}
+            print(f"{suite_name:<14}" + "".join(f"{med[a]:>10.1f}" for a in single_arms)
+                  + "".join(f"{med[a] / med['off']:>13.2f}x" for a in spec_arms)
+                  + "".join(f"{acc[a]:>17.2f}" for a in spec_arms), flush=True)
         if args.skip_aggregate:
             return
         mixed = load_suite("coding")
