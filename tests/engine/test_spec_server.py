@@ -25,9 +25,12 @@ def ngram_server(tiny_model_dir):
     engine = make_spec_engine(tiny_model_dir, max_running=8, max_tokens_per_step=128,
                               speculative=SpeculativeConfig(algorithm="NGRAM", num_steps=4))
     engine.start()
-    with BackgroundServer(engine) as server:
-        yield server
-    engine.stop()
+    try:
+        with BackgroundServer(engine) as server:
+            yield server
+        wait_idle(engine)  # the KV pool is whole once every request has ended
+    finally:
+        engine.stop()
 
 
 def sse(response):
