@@ -124,7 +124,7 @@ def _trainer(target, run_dir, **overrides):
 
 def test_trainer_resumes_where_it_stopped(tmp_path, target):
     straight = _trainer(target, tmp_path / "straight")
-    losses = [straight.train_step()[0] for _ in range(3)]
+    losses = [straight.train_step() for _ in range(3)]
     interrupted = _trainer(target, tmp_path / "resumed")
     interrupted.train_step()
     interrupted.train_step()
@@ -132,7 +132,8 @@ def test_trainer_resumes_where_it_stopped(tmp_path, target):
     resumed = _trainer(target, tmp_path / "resumed")
     resumed.load_checkpoint()
     assert resumed.state.step == 2
-    assert resumed.train_step()[0] == pytest.approx(losses[2], rel=1e-5)
+    assert resumed.train_step() == pytest.approx(losses[2], rel=1e-5)
+    assert len(resumed.last_step_accuracy) == 3
 
 
 def test_trainer_reports_per_step_accuracy_per_source(tmp_path, target):

@@ -5,24 +5,22 @@ regenerated conversation of it, whole (positions from 0, as the engine serves it
 to the longest row; the loss is on the regenerated responses only. The target's features
 and logits are computed on the fly (SpecForge's "online" mode). Resumable like the target
 trainer: ``run_dir/draft_checkpoint.pt`` holds the head, optimizer, state and the batch
-generator; the learning rate is warm-up then cosine over max(step / max_steps, seconds / budget).
+generator; the loop, the time budget and the learning-rate schedule (warm-up then cosine over
+max(step / max_steps, seconds / budget)) are the target trainer's.
 """
 
 from __future__ import annotations
 
 import random
-import signal
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from specgauge.engine.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
 from specgauge.engine.model import LlamaForCausalLM
 from specgauge.train.dataset import iter_samples
-from specgauge.train.target import _atomic_save, _in_main_thread, lr_at
+from specgauge.train.target import Trainer, _atomic_save, lr_at
 from specgauge.train.ttt import acceptance_estimate, unrolled_loss
 
 
@@ -147,8 +145,10 @@ class DraftState:
     history: list = field(default_factory=list)
 
 
-class DraftTrainer:
-    """One head-training run in ``run_dir``; ``run()`` trains until max_steps or the time budget."""
+class DraftTrainer(Trainer):
+    """One head-training run in ``run_dir``. ``run()``, ``progress()`` and ``request_stop()`` are
+    the target trainer's (the same loop, budget, signals and checkpoint cadence); this class
+    supplies the head, its batches, its step, its evaluation and its checkpoint contents."""
 
     def __init__(self, target: LlamaForCausalLM, train_sources: dict[str, Conversations],
                  val_sources: dict[str, Conversations], run_dir: Path, config: DraftTrainConfig,
@@ -162,7 +162,9 @@ class DraftTrainer:
         self.head.share_embeddings(target)
         counts = token_counts(train_sources, target.config.vocab_size, config.weights)
         self.head.set_vocab_map(*build_vocab_map(counts, config.draft_vocab_size, always=eos_ids))
-        self.vocab_coverage = float(counts[self.head.t2d].sum() / counts.sum().clamp(min=1e-12))
+        held_out = token_counts(val_sources, target.config.vocab_size, config.weights)
+        # Share of held-out response tokens (weighted like the mix) that the draft vocabulary can produce.
+        self.vocab_coverage = float(held_out[self.head.t2d].sum() / held_out.sum().clamp(min=1e-12))
         self._init_weights()
         params = self.head.trainable_parameters()
         decay = [p for p in params if p.dim() >= 2]
@@ -174,6 +176,7 @@ class DraftTrainer:
         self.train_sources, self.val_sources, self.pad_id = used, val_sources, pad_id
         self.batches = MixBatches(used, config.batch_size, config.seed, config.weights, pad_id)
         self.state = DraftState()
+        self.last_step_accuracy: list[float] = []
         self._stop = False
 
     def _init_weights(self) -> None:
@@ -222,13 +225,9 @@ class DraftTrainer:
             return unrolled_loss(self.head, window, aux.float(), logits.float(), response_mask,
                                  self.config.ttt_steps, self.config.step_decay, self.config.feed)
 
-    def progress(self) -> float:
-        by_steps = self.state.step / self.config.max_steps
-        by_time = self.state.trained_seconds / (self.config.minutes * 60) if self.config.minutes else 0.0
-        return max(by_steps, by_time)
-
-    def train_step(self) -> tuple[float, list[float]]:
-        """One optimizer step; returns the weighted loss and the per-step accuracies of the batch."""
+    def train_step(self) -> float:
+        """One optimizer step; returns the weighted loss (the batch's per-step accuracies go to
+        ``last_step_accuracy``)."""
         window, response = self.batches.next()  # (B, T) each
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.state.step, self.progress(), self.config)
@@ -239,7 +238,8 @@ class DraftTrainer:
         torch.nn.utils.clip_grad_norm_(self.head.trainable_parameters(), self.config.grad_clip)
         self.optimizer.step()
         self.state.step += 1
-        return loss.item(), (stats.correct / stats.counts.clamp(min=1)).tolist()
+        self.last_step_accuracy = (stats.correct / stats.counts.clamp(min=1)).tolist()
+        return loss.item()
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, dict]:
@@ -272,40 +272,6 @@ class DraftTrainer:
         self.state.history.append({"step": self.state.step, "trained_seconds": round(self.state.trained_seconds, 1),
                                    "val": report})
         return report
-
-    def request_stop(self, *_: object) -> None:
-        """Stop after the current step (checkpointing first); also the SIGTERM/SIGINT handler."""
-        self._stop = True
-
-    def run(self, on_step: Callable[[int, float, list[float], float], None] | None = None,
-            on_eval: Callable[[int, dict], None] | None = None) -> DraftState:
-        """Train until ``max_steps``, the ``minutes`` budget, or SIGTERM/SIGINT; evaluate and checkpoint at the end."""
-        previous = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)} \
-            if _in_main_thread() else {}
-        last_checkpoint = time.monotonic()
-        try:
-            while not self._stop and self.state.step < self.config.max_steps:
-                if self.config.minutes and self.state.trained_seconds >= self.config.minutes * 60:
-                    break
-                started = time.monotonic()
-                loss, accuracy = self.train_step()
-                self.state.trained_seconds += time.monotonic() - started
-                if on_step:
-                    on_step(self.state.step, loss, accuracy, self.optimizer.param_groups[0]["lr"])
-                if self.state.step % self.config.eval_every == 0 and on_eval:
-                    on_eval(self.state.step, self.evaluate())
-                if time.monotonic() - last_checkpoint >= self.config.checkpoint_minutes * 60:
-                    self.save_checkpoint()
-                    last_checkpoint = time.monotonic()
-            if not self.state.history or self.state.history[-1]["step"] != self.state.step:
-                report = self.evaluate()
-                if on_eval:
-                    on_eval(self.state.step, report)
-            self.save_checkpoint()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        return self.state
 
 
 def load_regenerated(folder: Path, sources: tuple[str, ...], split: str, max_len: int) -> dict[str, Conversations]:
