@@ -160,6 +160,7 @@ class DraftTrainer(Trainer):
         self.target = target.eval().requires_grad_(False)
         self.head = Eagle3Head(Eagle3Config.for_target(target.config, config.draft_vocab_size, aux_layers))
         self.head.share_embeddings(target)
+        self.model = self.head  # what the inherited loop puts in train mode
         counts = token_counts(train_sources, target.config.vocab_size, config.weights)
         self.head.set_vocab_map(*build_vocab_map(counts, config.draft_vocab_size, always=eos_ids))
         held_out = token_counts(val_sources, target.config.vocab_size, config.weights)
