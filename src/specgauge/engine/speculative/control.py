@@ -3,21 +3,24 @@
 * Static (default): always ``max_drafts``.
 * ``--speculative-disable-above N``: 0 whenever more than N requests are running.
 * ``--speculative-adaptive``: an online cost model of this machine. Per batch-size bucket
-  (powers of two) and per candidate k it keeps a moving average of the measured wall time of a
-  pure decode step; from the running per-position acceptance it predicts the tokens a request
-  gets per step with k drafts, ``1 + sum_{j<=k} prod_{i<=j} a_i``, and picks the k with the most
-  expected tokens per second, ``B * tokens(k) / time(B, k)``. Candidates not yet measured in a
-  bucket are tried first, and every ``REFRESH`` steps the least recently tried one is tried
-  again so the model follows the machine's load.
+  (powers of two) and per candidate k it keeps the median of the last ``WINDOW`` measured wall
+  times of a pure decode step (robust to a noisy, shared machine); from the running
+  per-position acceptance it predicts the tokens a request gets per step with k drafts,
+  ``1 + sum_{j<=k} prod_{i<=j} a_i``, and picks the k with the most expected tokens per second,
+  ``B * tokens(k) / time(B, k)``. Candidates not yet measured in a bucket are tried first; every
+  ``REFRESH`` steps a neighbour of the current choice (k − 1 or k + 1, the less recently tried)
+  is measured again, so the model follows the machine's load without paying for far-off k.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
-REFRESH = 64
-MIN_SAMPLES = 2
-EMA = 0.2
+REFRESH = 24
+MIN_SAMPLES = 3
+WINDOW = 8
 
 
 def bucket_of(batch_size: int) -> int:
@@ -27,12 +30,18 @@ def bucket_of(batch_size: int) -> int:
 
 @dataclass
 class _Cell:
-    mean: float = 0.0
+    """Recent step times of one (bucket, k)."""
+
+    samples: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
     count: int = 0
     last_step: int = -1
 
+    @property
+    def time(self) -> float:
+        return statistics.median(self.samples)
+
     def add(self, value: float, step: int) -> None:
-        self.mean = value if self.count == 0 else (1 - EMA) * self.mean + EMA * value
+        self.samples.append(value)
         self.count += 1
         self.last_step = step
 
@@ -87,9 +96,12 @@ class SpeculationController:
         untried = [k for k, c in zip(self.candidates, cells) if c is None or c.count < MIN_SAMPLES]
         if untried:
             return untried[0]
+        best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k) / self.cells[(bucket, k)].time)
         if self.steps % REFRESH == 0:
-            return min(self.candidates, key=lambda k: self.cells[(bucket, k)].last_step)
-        return max(self.candidates, key=lambda k: bucket * self.expected_tokens(k) / self.cells[(bucket, k)].mean)
+            at = self.candidates.index(best)
+            neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
+            return min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step)
+        return best
 
     def observe_step(self, batch_size: int, k: int, seconds: float) -> None:
         """A pure decode step of ``batch_size`` requests with ``k`` drafts took ``seconds``."""
