@@ -34,14 +34,19 @@ def lengths(n):
     return [SamplingParams(max_tokens=MAX_TOKENS - (i % 5), temperature=0.0, ignore_eos=True) for i in range(n)]
 
 
-def run(model_dir, prompts, params, max_running=32, **spec):
-    engine = make_spec_engine(model_dir, max_running=max_running, max_tokens_per_step=512,
-                         speculative=SpeculativeConfig(**spec) if spec else SpeculativeConfig())
+def run(model_dir, prompts, params, max_running=32, geometry=None, drafter=None, **spec):
+    """Generate on a fresh engine (speculative when ``spec`` is given); check its pool; return
+    tokens, last events and the engine's snapshot (``drafter`` replaces the configured one)."""
+    geometry = geometry or dict(max_running=max_running, max_tokens_per_step=512)
+    engine = make_spec_engine(model_dir, speculative=SpeculativeConfig(**spec) if spec else SpeculativeConfig(),
+                              **geometry)
+    if drafter is not None:
+        engine.runner.drafter = drafter
     engine.start()
     try:
         tokens, last = generate_all(engine, prompts, params)
         wait_idle(engine)
-        return tokens, last, engine.snapshot()
+        return tokens, last, dict(engine.snapshot(), preemptions=engine.scheduler.num_preemptions)
     finally:
         engine.stop()
 
@@ -121,18 +126,10 @@ def test_high_acceptance_compacts_the_tree_path_and_stays_lossless(tree, tiny_mo
 
     sample, params = prompts[:48], lengths(48)
     continuations = {tuple(p): ref for p, ref in zip(sample, reference[:48])}
-    engine = make_spec_engine(tiny_model_dir, speculative=SpeculativeConfig(algorithm="NGRAM", num_steps=4),
-                              max_running=16, max_tokens_per_step=512)
-    engine.runner.drafter = OracleDrafter(continuations, depth=4, tree=tree)
-    engine.scheduler.lookahead = engine.config.scheduler.lookahead
-    engine.start()
-    try:
-        tokens, last = generate_all(engine, sample, params)
-        wait_idle(engine)
-    finally:
-        engine.stop()
+    tokens, last, snapshot = run(tiny_model_dir, sample, params, max_running=16, algorithm="NGRAM", num_steps=4,
+                                 drafter=OracleDrafter(continuations, depth=4, tree=tree))
     assert tokens == reference[:48]
-    assert engine.metrics.avg_spec_accept_length() > 1.8  # short outputs: the last steps draft less
+    assert snapshot["avg_spec_accept_length"] > 1.8  # short outputs: the last steps draft less
     assert max(len(e.spec["spec_correct_drafts_histogram"]) for e in last) == 5  # some verify accepted all 4
 
 
@@ -143,19 +140,8 @@ def test_lossless_under_preemption_with_a_small_pool(algorithm, tiny_model_dir, 
     sample = prompts[:24]
     params = [SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)] * len(sample)
     geometry = dict(max_running=16, max_tokens_per_step=96, block_size=4, num_blocks=90, max_model_len=160)
-    plain = make_spec_engine(tiny_model_dir, **geometry)
-    plain.start()
-    expected, _ = generate_all(plain, sample, params)
-    wait_idle(plain)
-    plain.stop()
-    spec = SpeculativeConfig(algorithm=algorithm, num_steps=3,
-                             draft_model_path=str(head_dir) if algorithm == "EAGLE3" else None)
-    engine = make_spec_engine(tiny_model_dir, speculative=spec, **geometry)
-    engine.start()
-    try:
-        got, _ = generate_all(engine, sample, params)
-        wait_idle(engine)
-    finally:
-        engine.stop()
+    expected, _, _ = run(tiny_model_dir, sample, params, geometry=geometry)
+    got, _, snapshot = run(tiny_model_dir, sample, params, geometry=geometry, algorithm=algorithm, num_steps=3,
+                           draft_model_path=str(head_dir) if algorithm == "EAGLE3" else None)
     assert got == expected
-    assert engine.scheduler.num_preemptions > 0, "the test meant to exercise preemption"
+    assert snapshot["preemptions"] > 0, "the test meant to exercise preemption"
