@@ -4,9 +4,10 @@ through the speculative engine with the pool left whole."""
 
 from collections import Counter
 
+import pytest
 import torch
 from scipy.stats import chisquare
-from spec_testkit import generate_all, make_spec_engine
+from spec_testkit import generate_all, make_spec_engine, write_random_head
 
 from specgauge.engine.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
@@ -66,9 +67,18 @@ def test_recovered_token_comes_from_the_residual_and_bonus_after_a_full_accept()
     assert full.tokens == (3, 5, 1) and full.bonus and full.num_accepted == 2
 
 
-def test_sampled_requests_through_the_speculative_engine(tiny_model_dir):
+@pytest.fixture(scope="module")
+def head_dir(tiny_model_dir, tmp_path_factory):
+    return write_random_head(tmp_path_factory.mktemp("head"), tiny_model_dir)
+
+
+@pytest.mark.parametrize("spec", [dict(algorithm="NGRAM", num_steps=3),
+                                  dict(algorithm="EAGLE3", num_steps=2, eagle_topk=2, num_draft_tokens=4)])
+def test_sampled_requests_through_the_speculative_engine(spec, tiny_model_dir, head_dir):
+    if spec["algorithm"] == "EAGLE3":
+        spec = dict(spec, draft_model_path=str(head_dir))
     engine = make_spec_engine(tiny_model_dir, max_running=8, max_tokens_per_step=256,
-                              speculative=SpeculativeConfig(algorithm="NGRAM", num_steps=3))
+                              speculative=SpeculativeConfig(**spec))
     engine.start()
     try:
         prompts = [engine.tokenizer.encode(t) for t in ("abc abc abc", "def add(a, b):", "x y x y x y")]
