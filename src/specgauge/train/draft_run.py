@@ -129,6 +129,8 @@ def export(run: DraftRun, trainer: DraftTrainer, wall_seconds: float) -> Path:
         f"- wall time: {wall_seconds / 60:.1f} min (regeneration + training + evaluation); "
         f"training {trainer.state.trained_seconds / 60:.1f} min, {trainer.state.step} optimizer steps",
         f"- machine: {machine_description()}",
+        f"- corpus: `{run.corpus_dir}`, the tokenized corpus of `specgauge train corpus` that the target was "
+        "trained on (its TRAINING.md gives the command)",
         f"- data mix (train): {json.dumps(run.train.weights) if run.train.weights else 'balanced'}; responses regenerated "
         f"by the target ({'greedy' if run.regenerate.temperature == 0 else f'temperature {run.regenerate.temperature}'}, "
         f"≤ {run.regenerate.max_new_tokens} new tokens)",
@@ -149,7 +151,7 @@ def export(run: DraftRun, trainer: DraftTrainer, wall_seconds: float) -> Path:
         lines.append(f"| {name} | " + " | ".join(f"{a:.3f}" for a in row["step_accuracy"]) + " | "
                      + " | ".join(f"{a:.3f}" for a in row["prefix_accuracy"])
                      + f" | {row['expected_accept_length']:.2f} | {row['scored_tokens']} |")
-    lines += ["", "## Validation during training (step 1/2/3 accuracy per source)", ""]
+    lines += ["", "## Validation during training (per-step accuracy per source)", ""]
     lines += [f"- step {entry['step']} ({entry['trained_seconds']:.0f} s): {format_eval(entry['val'])}"
               for entry in trainer.state.history]
     digests = {name: file_sha256(run.output / name) for name in DRAFT_FILES}
