@@ -87,7 +87,15 @@ class Eagle3Drafter:
             self._gate_up_w = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
         self._split = (attn.num_heads, attn.num_kv_heads, attn.head_dim)
         self._norms = (mid.input_layernorm, mid.hidden_norm, mid.post_attention_layernorm, head.norm)
-        self._eps = head.config.rms_norm_eps
+        self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # (P, D) cos/sin tables, grown on demand
+
+    def _cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin (N, D) of ``positions`` (N,) from tables (a step computes no sin/cos)."""
+        needed = int(positions.max()) + 1
+        if self._rope is None or self._rope[0].shape[0] < needed:
+            self._rope = self.head.rope(torch.arange(max(needed, 4096), device=self.device))
+        cos, sin = self._rope
+        return cos.index_select(0, positions), sin.index_select(0, positions)
 
     def slots_needed(self, k: int) -> int:
         """KV slots past the pending token for ``k`` drafts (a tree also needs scratch nodes)."""
@@ -122,7 +130,7 @@ class Eagle3Drafter:
         x = torch.cat([in_norm(head.embed(batch.input_ids)), hidden_norm(feat)], dim=-1)  # (N, 2h)
         n = x.shape[0]
         qkv = F.linear(x, self._qkv_w)  # (N, (Hq + 2 Hkv) D)
-        cos, sin = head.rope(batch.positions)  # (N, D)
+        cos, sin = self._cos_sin(batch.positions)  # (N, D)
         qk = apply_rope(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos.unsqueeze(1), sin.unsqueeze(1))
         q, k = qk[:, :n_q].contiguous(), qk[:, n_q:].contiguous()  # (N, Hq, D), (N, Hkv, D)
         v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
