@@ -57,6 +57,9 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
         # off for steps 4..9: features pile up, the next catch-up covers them all
         engine.controller.disable_above = 0 if 4 <= steps < 10 else None
         engine.step()
+        state = engine.snapshot()
+        expected_mode = "plain" if 4 <= steps < 10 else "speculative"
+        assert (state["speculative_mode"], state["speculative_num_draft_tokens"] > 0) == (expected_mode, expected_mode != "plain")
         steps += 1
         if steps == 10:
             pending = [r.draft_state.num_pending for r in engine.scheduler.running
