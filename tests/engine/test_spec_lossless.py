@@ -76,6 +76,10 @@ def test_greedy_speculative_equals_plain_at_batch_up_to_32(name, tiny_model_dir,
     mismatched = [i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b]
     assert not mismatched, f"{len(mismatched)} outputs differ from plain greedy, first {mismatched[:5]}"
     assert snapshot["spec_num_verifies"] > 0
+    proposed = [e.spec["spec_num_proposed_drafts"] for e in last]
+    assert sum(proposed) > 0
+    if "disable_above" in spec:  # early requests ran entirely off; the tail speculated after switching on
+        assert 0 in proposed and max(proposed) > 0
     if name.startswith("ngram"):  # the n-gram drafter gets real acceptance on repetitive text
         assert snapshot["avg_spec_accept_length"] > 1.1
 
