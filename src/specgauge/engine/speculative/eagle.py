@@ -190,7 +190,8 @@ class Eagle3Drafter:
 
     def _chain(self, requests: list[Request], roots: list, ks: list[int]) -> list[DraftTree]:
         """k − 1 one-token steps after the catch-up: greedy draft tokens."""
-        drafts = [[int(self.head.draft_to_target(logits.argmax()))] for _, logits in roots]
+        first = self.head.draft_to_target(torch.stack([logits for _, logits in roots]).argmax(-1)).tolist()
+        drafts = [[token] for token in first]
         features = [feature for feature, _ in roots]
         for step in range(1, max(ks)):
             live = [i for i, k in enumerate(ks) if k > step]
