@@ -42,11 +42,16 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
     def recording(requests, ks):
         trees = propose(requests, ks)
         for request, k, tree in zip(requests, ks, trees):
-            if k >= 2:
+            if len(tree) >= 2:
                 records.append((request.token_ids(0, request.num_tokens), tree.tokens[:2]))
-            assert request.draft_state.draft_len == request.num_computed  # caught up
+            if len(tree):
+                assert request.draft_state.draft_len == request.num_computed  # caught up
+            else:
+                partial.append(request.draft_state.num_pending)
         return trees
 
+    drafter.catch_up_budget = 40  # less than the backlogs after the off period: spread over steps
+    partial = []
     drafter.propose = recording
     params = SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)
     for i, text in enumerate(domain_prompts(6)):
@@ -65,6 +70,7 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
             pending = [r.draft_state.num_pending for r in engine.scheduler.running
                        if isinstance(r.draft_state, EagleState)]
             assert pending and min(pending) >= 6
+    assert any(p > 0 for p in partial), "some request should have caught up over several steps"
     engine.blocks.check_integrity()
     assert engine.blocks.num_free_blocks == engine.blocks.num_blocks
     target = load_model(tiny_model_dir)

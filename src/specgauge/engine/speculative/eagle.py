@@ -16,7 +16,8 @@ Per request (``Request.draft_state``, an :class:`EagleState`):
 A step's drafting starts with one *catch-up* forward over every decoding request's pending
 pairs (ragged: the previous step's accepted tokens + 1, a whole prompt, or every token decoded
 while speculation was off), which leaves ``draft_len == num_computed`` and gives the first draft
-distribution. A chain then runs ``k − 1`` one-token steps, each attending to the cached pairs and
+distribution. At most ``CATCH_UP_BUDGET`` pairs run per step, smallest backlogs first: a request
+with a longer backlog catches up over several steps and drafts once it is level. A chain then runs ``k − 1`` one-token steps, each attending to the cached pairs and
 the chain so far. A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's
 scheme: children scored by cumulative draft log-probability) and recomputes the expanded nodes
 each step under a tree mask; the best ``num_draft_tokens − 1`` nodes form the draft tree.
@@ -36,6 +37,9 @@ from specgauge.engine.model import apply_rope, paged_attention
 from specgauge.engine.scheduler import Request
 from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.tree import DraftTree
+
+
+CATCH_UP_BUDGET = 1024  # draft pairs caught up per step at most (across requests)
 
 
 @dataclass
@@ -71,6 +75,7 @@ class Eagle3Drafter:
         self.num_steps, self.topk = num_steps, topk
         self.max_drafts = (num_draft_tokens or num_steps + 1) - 1
         self.is_tree = topk > 1
+        self.catch_up_budget = CATCH_UP_BUDGET
         cfg = head.config
         self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
@@ -162,30 +167,39 @@ class Eagle3Drafter:
         return trees
 
     def _catch_up(self, requests: list[Request]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
-        """Run pending pairs; returns, per request index, its last pair's (feature (h,), logits (Vd,))."""
-        segments, feats, index = [], [], []
-        for i, request in enumerate(requests):
+        """Run pending pairs, at most ``catch_up_budget`` of them per step (smallest backlogs
+        first, so a long backlog — a prompt, or an off period under load — is spread over steps
+        instead of stalling one). Returns, for each request caught up completely, its last pair's
+        (feature (h,), logits (Vd,)); a request still behind drafts nothing this step."""
+        segments, feats, index, complete = [], [], [], []
+        budget = self.catch_up_budget
+        candidates = [(i, r) for i, r in enumerate(requests) if isinstance(r.draft_state, EagleState)
+                      and r.draft_state.pending]
+        for i, request in sorted(candidates, key=lambda item: item[1].draft_state.num_pending):
+            if budget <= 0:
+                break
             state = request.draft_state
-            if not isinstance(state, EagleState) or not state.pending:
+            pending = torch.cat(state.pending) if len(state.pending) > 1 else state.pending[0]  # (P, 3H)
+            take = min(int(pending.shape[0]), budget)
+            tokens = request.token_ids(state.draft_len + 1, state.draft_len + 1 + take)
+            if len(tokens) < take:  # cannot happen while the invariant holds; skip drafting then
                 continue
-            count = state.num_pending
-            tokens = request.token_ids(state.draft_len + 1, state.draft_len + 1 + count)
-            if len(tokens) < count:  # cannot happen while the invariant holds; skip drafting then
-                continue
-            segments.append(Segment(request.request_id, state.draft_len, tokens, [count - 1]))
-            feats.append(torch.cat(state.pending) if len(state.pending) > 1 else state.pending[0])
+            budget -= take
+            segments.append(Segment(request.request_id, state.draft_len, tokens, [take - 1]))
+            feats.append(pending[:take])
+            state.pending = [pending[take:]] if take < pending.shape[0] else []
             index.append(i)
+            complete.append(take == pending.shape[0])
         if not segments:
             return {}
         batch = layout(segments, self.blocks, self.device)
         flat = torch.cat([feats[j] for j in sorted(range(len(segments)), key=lambda j: len(segments[j].tokens))])
         hidden, logits = self.forward(batch, flat, fused=False)
         out = {}
-        for seg, i in zip(segments, index):
-            state = requests[i].draft_state
-            state.draft_len += len(seg.tokens)
-            state.pending = []
-            out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
+        for seg, i, done in zip(segments, index, complete):
+            requests[i].draft_state.draft_len += len(seg.tokens)
+            if done:
+                out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
         return out
 
     def _chain(self, requests: list[Request], roots: list, ks: list[int]) -> list[DraftTree]:
