@@ -33,6 +33,7 @@ class SpeculativeConfig:
 
     @property
     def enabled(self) -> bool:
+        """Whether any speculation is configured (not ``NONE``)."""
         return self.algorithm != "NONE"
 
     @property
@@ -42,6 +43,7 @@ class SpeculativeConfig:
 
     @property
     def is_tree(self) -> bool:
+        """An EAGLE-3 tree (``topk > 1``) rather than a chain."""
         return self.algorithm == "EAGLE3" and self.eagle_topk > 1
 
     @property
@@ -61,6 +63,7 @@ class SpeculativeConfig:
 
     @property
     def draft_dir(self) -> Path:
+        """The EAGLE-3 head directory: the flag's, else the shipped drafter."""
         return Path(self.draft_model_path) if self.draft_model_path else DEFAULT_DRAFT_DIR
 
     def validate(self) -> None:

@@ -62,12 +62,14 @@ class SpeculationController:
 
     @classmethod
     def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool) -> "SpeculationController":
+        """A controller whose candidates are 0..max_drafts (a chain) or 0 and max_drafts (a tree)."""
         candidates = (0, max_drafts) if tree else tuple(range(max_drafts + 1))
         return cls(max_drafts, candidates, disable_above, adaptive,
                    [0.0] * max_drafts, [0.0] * max_drafts, current_k=max_drafts)
 
     @property
     def mode(self) -> str:
+        """``speculative`` when the last step drafted, ``plain`` otherwise."""
         return "speculative" if self.current_k > 0 else "plain"
 
     def choose(self, num_running: int) -> int:

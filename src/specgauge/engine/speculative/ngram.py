@@ -28,6 +28,7 @@ class NgramDrafter:
         self.max_n, self.min_n = max_n, min_n
 
     def slots_needed(self, k: int) -> int:
+        """KV slots past the pending token that ``k`` chain drafts need."""
         return k
 
     def propose_one(self, request: Request, k: int) -> DraftTree:
@@ -55,7 +56,12 @@ class NgramDrafter:
         return DraftTree.chain(())
 
     def propose(self, requests: list[Request], ks: list[int]) -> list[DraftTree]:
+        """One chain per request (``ks``: drafts wanted, 0 = none)."""
         return [self.propose_one(r, k) for r, k in zip(requests, ks)]
 
-    def observe(self, request: Request, features, rows) -> None:
+    def features(self, aux) -> None:
+        """No target features are asked for (``aux_layers`` is empty)."""
+        return None
+
+    def observe(self, request: Request, features) -> None:
         """N-gram drafting reads no target features."""

@@ -25,6 +25,7 @@ class DraftTree:
 
     @classmethod
     def chain(cls, tokens: list[int] | tuple[int, ...]) -> "DraftTree":
+        """A chain: each draft the child of the one before."""
         return cls(tuple(tokens), tuple(range(-1, len(tokens) - 1)))
 
     def __len__(self) -> int:
@@ -32,6 +33,7 @@ class DraftTree:
 
     @property
     def is_chain(self) -> bool:
+        """True when every draft's parent is the draft before it (a causal mask suffices)."""
         return all(p == i - 1 for i, p in enumerate(self.parents))
 
     def node_depths(self) -> list[int]:
