@@ -54,3 +54,14 @@ def test_tree_candidates_are_off_or_the_whole_tree():
     assert controller.candidates == (0, 7)
     assert spec.lookahead == 8  # the draft head's scratch nodes: (steps - 1) * topk
     assert [bucket_of(n) for n in (1, 2, 3, 5, 64, 65)] == [1, 2, 4, 8, 64, 128]
+
+
+def test_a_new_batch_size_is_predicted_from_a_measured_one_not_swept():
+    def step_time(batch, k):
+        return 0.004 * (1 + 0.1 * k) * (1 + 0.05 * batch)
+
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True)
+    drive(controller, 1, step_time, lambda k: k, steps=60)  # every draft accepted: k = 4 pays
+    early = drive(controller, 2, step_time, lambda k: k, steps=6)
+    assert set(early) <= {0, 4}  # plain steps for the baseline, then the predicted best — no sweep
+    assert controller.predicted_time(2, 3) is not None and early[-1] == 4

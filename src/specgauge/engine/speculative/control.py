@@ -7,9 +7,11 @@
   times of a pure decode step (robust to a noisy, shared machine); from the running
   per-position acceptance it predicts the tokens a request gets per step with k drafts,
   ``1 + sum_{j<=k} prod_{i<=j} a_i``, and picks the k with the most expected tokens per second,
-  ``B * tokens(k) / time(B, k)``. Candidates not yet measured in a bucket are tried first; every
-  ``REFRESH`` steps a neighbour of the current choice (k − 1 or k + 1, the less recently tried)
-  is measured again, so the model follows the machine's load without paying for far-off k.
+  ``B * tokens(k) / time(B, k)``. A bucket first measures plain steps; a k never measured in it
+  is predicted from the nearest bucket where it was (its time relative to that bucket's plain
+  step), and only the predicted best is then measured here — so a new batch size costs a few
+  steps, not a sweep of every k. Every ``REFRESH`` steps a neighbour of the current choice
+  (k − 1 or k + 1, the less recently tried) is measured again, so the model follows the load.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 REFRESH = 24
-MIN_SAMPLES = 3
+MIN_SAMPLES = 2
 WINDOW = 8
 
 
@@ -93,16 +95,37 @@ class SpeculationController:
             total += survive
         return total
 
+    def _measured(self, bucket: int, k: int) -> bool:
+        cell = self.cells.get((bucket, k))
+        return cell is not None and cell.count >= MIN_SAMPLES
+
+    def predicted_time(self, bucket: int, k: int) -> float | None:
+        """Step time of k drafts at ``bucket``: measured there, else the nearest bucket's ratio
+        to its plain step, scaled by this bucket's plain step (None when nothing is known)."""
+        if self._measured(bucket, k):
+            return self.cells[(bucket, k)].time
+        if not self._measured(bucket, 0):
+            return None
+        known = [b for (b, j) in self.cells if j == k and self._measured(b, k) and self._measured(b, 0)]
+        if not known:
+            return None
+        near = min(known, key=lambda b: abs(b.bit_length() - bucket.bit_length()))
+        return self.cells[(bucket, 0)].time * self.cells[(near, k)].time / self.cells[(near, 0)].time
+
     def _best(self, bucket: int) -> int:
-        cells = [self.cells.get((bucket, k)) for k in self.candidates]
-        untried = [k for k, c in zip(self.candidates, cells) if c is None or c.count < MIN_SAMPLES]
-        if untried:
-            return untried[0]
-        best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k) / self.cells[(bucket, k)].time)
+        if not self._measured(bucket, 0):
+            return 0  # plain steps first: the baseline every other estimate scales from
+        times = {k: self.predicted_time(bucket, k) for k in self.candidates}
+        unknown = [k for k, t in times.items() if t is None]
+        if unknown:
+            return unknown[0]  # never measured anywhere: try it
+        best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k) / times[k])
+        if not self._measured(bucket, best):
+            return best  # predicted from another bucket: measure it here
         if self.steps % REFRESH == 0:
             at = self.candidates.index(best)
             neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
-            return min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step)
+            return min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
         return best
 
     def observe_step(self, batch_size: int, k: int, seconds: float) -> None:
