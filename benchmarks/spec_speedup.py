@@ -9,9 +9,10 @@ Prints:
    n-gram drafter and EAGLE-3 with adaptive k on the ``coding`` and ``encyclopedic`` suites and on code-editing prompts (a
    function to change and return whole), arms interleaved request by request; the speedups
    over off; the acceptance length per suite (the requests' own ``spec_accept_length``);
-2. aggregate tok/s (closed loop) at each concurrency with speculation off, on, with
-   ``--speculative-disable-above`` and with ``--speculative-adaptive``; the crossover (the first
-   concurrency where on loses to off) and each arm's ratio to off.
+2. aggregate tok/s (closed loop) at each concurrency with speculation off, on and with
+   ``--speculative-adaptive``; the crossover (the first concurrency where on loses to off); then
+   a server with ``--speculative-disable-above`` set at the crossover (the last concurrency where
+   on won) over the same levels; each arm's ratio to off.
 
 Every arm is a ``specgauge serve`` subprocess (:class:`EngineProcess`) on the same model and
 threads, all started up front, and load comes from specgauge's own runner (``run_point``).
@@ -49,7 +50,7 @@ def resolve_models(args, scratch: Path) -> tuple[Path, Path, str]:
     """Target and drafter directories, and a note saying where they came from."""
     target = Path(args.model) if args.model else TARGET_DIR
     draft = Path(args.draft) if args.draft else DRAFT_DIR
-    note = "shipped target + shipped drafter"
+    note = f"{'given' if args.model else 'shipped'} target + {'given' if args.draft else 'shipped'} drafter"
     if not (target / "config.json").is_file():
         from specgauge.engine.random_model import stdlib_text, write_random_model
 
@@ -110,10 +111,24 @@ def single_stream(servers: dict, suites: dict, args) -> dict:
     return figures
 
 
-def aggregate(url: str, suite: Suite, concurrency: int, args) -> float:
-    outcome = point(url, suite, concurrency, max(2 * concurrency, 8), args.agg_tokens, warmup=min(concurrency, 4))
-    seconds = (outcome.window_end_ns - outcome.window_start_ns) / 1e9
-    return sum(output_token_count(r) for r in outcome.records if r.ok) / seconds
+def aggregate(urls: dict[str, str], suite: Suite, concurrency: int, args) -> dict[str, float]:
+    """Aggregate tok/s of each arm at ``concurrency``: ``args.repeats`` rounds in alternating
+    order (ABBA), so drifting machine load falls on every arm alike; tokens / window seconds."""
+    tokens = dict.fromkeys(urls, 0)
+    seconds = dict.fromkeys(urls, 0.0)
+    for repeat in range(args.repeats):
+        for arm in (list(urls) if repeat % 2 == 0 else list(urls)[::-1]):
+            outcome = point(urls[arm], suite, concurrency, max(args.agg_factor * concurrency, 8), args.agg_tokens,
+                            warmup=min(concurrency, 4))
+            seconds[arm] += (outcome.window_end_ns - outcome.window_start_ns) / 1e9
+            tokens[arm] += sum(output_token_count(r) for r in outcome.records if r.ok)
+    return {arm: tokens[arm] / seconds[arm] for arm in urls}
+
+
+def warm_up(servers: dict, suite: Suite, args) -> None:
+    """A few unrecorded requests per arm (lazy allocations; the adaptive arm's first measurements)."""
+    for url in servers.values():
+        point(url, suite, 1, args.warmup, args.tokens)
 
 
 def main() -> None:
@@ -126,7 +141,11 @@ def main() -> None:
     parser.add_argument("--agg-tokens", type=int, default=64, help="max tokens per aggregate request")
     parser.add_argument("--single-requests", type=int, default=6, help="requests per suite and arm, single stream")
     parser.add_argument("--concurrency", default="1,4,16,64,128")
-    parser.add_argument("--disable-above", type=int, default=64, help="--speculative-disable-above of that arm")
+    parser.add_argument("--disable-above", type=int, default=None,
+                        help="--speculative-disable-above of that arm (default: the measured crossover)")
+    parser.add_argument("--agg-factor", type=int, default=2, help="aggregate requests per point = factor x concurrency")
+    parser.add_argument("--repeats", type=int, default=2, help="aggregate rounds per level (alternating order)")
+    parser.add_argument("--warmup", type=int, default=3, help="unrecorded single-stream requests per arm first")
     parser.add_argument("--skip-aggregate", action="store_true")
     args = parser.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
@@ -141,7 +160,6 @@ def main() -> None:
         "off": ["--speculative-algorithm", "NONE"],
         "eagle3": eagle,
         "ngram": ["--speculative-algorithm", "NGRAM", "--speculative-num-steps", str(args.num_steps)],
-        "disable-above": eagle + ["--speculative-disable-above", str(args.disable_above)],
         "adaptive": eagle + ["--speculative-adaptive"],
     }
     if args.skip_aggregate:
@@ -156,6 +174,7 @@ def main() -> None:
             servers[arm] = proc.url
         suites = {"coding": load_suite("coding"), "encyclopedic": load_suite("encyclopedic"),
                   "code-editing": code_editing_suite(args.tokens, 8)}
+        warm_up(servers, suites["coding"], args)
         started = time.perf_counter()
         single_arms = [a for a in ("off", "eagle3", "ngram", "adaptive") if a in servers]
         single = single_stream({a: servers[a] for a in single_arms}, suites, args)
@@ -174,19 +193,33 @@ def main() -> None:
                   + "".join(f"{acc[a]:>17.2f}" for a in spec_arms), flush=True)
         if args.skip_aggregate:
             return
-        mixed = load_suite("coding")
-        print(f"\naggregate tok/s, closed loop on 'coding' ({args.agg_tokens} max tokens, 2x concurrency "
-              f"requests per point; disable-above = {args.disable_above})")
-        arms = ("off", "eagle3", "disable-above", "adaptive")
-        print(f"{'concurrency':<12}" + "".join(f"{a:>14}" for a in arms) + "".join(f"{a + '/off':>18}" for a in arms[1:]))
-        crossover = None
+        coding = load_suite("coding")
+        print(f"\naggregate tok/s, closed loop on 'coding' ({args.agg_tokens} max tokens, {args.agg_factor}x concurrency "
+              f"requests per point, {args.repeats} rounds per level in alternating order)", flush=True)
+        rates: dict[tuple[int, str], float] = {}
         for level in levels:
-            rates = {arm: aggregate(servers[arm], mixed, level, args) for arm in arms}
-            if crossover is None and rates["eagle3"] < rates["off"]:
-                crossover = level
-            print(f"{level:<12}" + "".join(f"{rates[a]:>14.1f}" for a in arms)
-                  + "".join(f"{rates[a] / rates['off']:>17.2f}x" for a in arms[1:]), flush=True)
-        print(f"crossover (first concurrency where eagle3 < off): {crossover if crossover else 'not reached'}")
+            measured = aggregate({a: servers[a] for a in ("off", "eagle3", "adaptive")}, coding, level, args)
+            rates.update({(level, arm): rate for arm, rate in measured.items()})
+        winning = [level for level in levels if rates[(level, "eagle3")] >= rates[(level, "off")]]
+        crossover = next((level for level in levels if rates[(level, "eagle3")] < rates[(level, "off")]), None)
+        threshold = args.disable_above if args.disable_above is not None else (max(winning) if winning else 0)
+        # --speculative-disable-above at the crossover: speculate up to the last level where it won
+        proc = EngineProcess(common + eagle + ["--speculative-disable-above", str(threshold)], start_timeout=180)
+        processes["disable-above"] = proc
+        proc.start()
+        for level in levels:  # off measured again beside it: that ratio is side by side too
+            measured = aggregate({"off (again)": servers["off"], "disable-above": proc.url}, coding, level, args)
+            rates.update({(level, arm): rate for arm, rate in measured.items()})
+        print(f"{'concurrency':<12}" + "".join(f"{a:>14}" for a in ("off", "eagle3", "adaptive"))
+              + f"{'eagle3/off':>14}{'adaptive/off':>14}   |{'off again':>11}{'disable-above':>15}{'/off again':>12}")
+        for level in levels:
+            r = {a: rates[(level, a)] for a in ("off", "eagle3", "adaptive", "off (again)", "disable-above")}
+            print(f"{level:<12}{r['off']:>14.1f}{r['eagle3']:>14.1f}{r['adaptive']:>14.1f}"
+                  f"{r['eagle3'] / r['off']:>13.2f}x{r['adaptive'] / r['off']:>13.2f}x   |"
+                  f"{r['off (again)']:>11.1f}{r['disable-above']:>15.1f}{r['disable-above'] / r['off (again)']:>11.2f}x")
+        print(f"crossover (first concurrency where eagle3 < off): {crossover if crossover else 'not reached'}; "
+              f"--speculative-disable-above {threshold} "
+              f"({'given' if args.disable_above is not None else 'the last concurrency where eagle3 won'})")
     finally:
         for proc in processes.values():
             proc.stop()
