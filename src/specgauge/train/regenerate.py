@@ -65,8 +65,7 @@ def generate_responses(target_dir: Path, prompts: list[list[int]], config: Regen
                        on_done: Callable[[int], None] | None = None) -> list[list[int]]:
     """Responses of the target (``target_dir``, HF layout with tokenizer) to ``prompts``, each
     ending with its EOS token when it stopped on one; batched by the engine (``max_running``)."""
-    from specgauge.engine.engine import Engine, EngineConfig, StreamEvent
-    from specgauge.engine.sampling_params import SamplingParams
+    from specgauge.engine.engine import Engine, EngineConfig
     from specgauge.engine.scheduler import SchedulerConfig
 
     if not prompts:
@@ -76,6 +75,20 @@ def generate_responses(target_dir: Path, prompts: list[list[int]], config: Regen
                                 max_waiting=len(prompts) + 1)
     engine = Engine(EngineConfig(model_dir=str(target_dir), threads=config.threads, scheduler=scheduler,
                                  max_model_len=context))
+    engine.start()
+    try:
+        return complete_all(engine, prompts, config.max_new_tokens, config.temperature, config.seed, on_done)
+    finally:
+        engine.stop()
+
+
+def complete_all(engine, prompts: list[list[int]], max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
+                 on_done: Callable[[int], None] | None = None) -> list[list[int]]:
+    """Submit every prompt to a started :class:`~specgauge.engine.engine.Engine` and wait for all
+    completions (token ids, with the EOS token that stopped each, if one did)."""
+    from specgauge.engine.engine import StreamEvent
+    from specgauge.engine.sampling_params import SamplingParams
+
     outputs: list[list[int]] = [[] for _ in prompts]
     remaining = [len(prompts)]
     done = threading.Event()
@@ -96,19 +109,15 @@ def generate_responses(target_dir: Path, prompts: list[list[int]], config: Regen
                     done.set()
         return sink
 
-    engine.start()
-    try:
-        for index, prompt in enumerate(prompts):
-            seed = None if config.temperature == 0 else config.seed * 1_000_003 + index
-            params = SamplingParams(max_tokens=config.max_new_tokens, temperature=config.temperature, seed=seed)
-            engine.submit(engine.new_request_id("regen"), prompt, params, sink_for(index))
-        while not done.wait(1.0):
-            if not engine.alive:
-                raise RuntimeError("the engine stopped while regenerating")
-    finally:
-        engine.stop()
+    for index, prompt in enumerate(prompts):
+        request_seed = None if temperature == 0 else seed * 1_000_003 + index
+        params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature, seed=request_seed)
+        engine.submit(engine.new_request_id("regen"), prompt, params, sink_for(index))
+    while prompts and not done.wait(1.0):
+        if not engine.alive:
+            raise RuntimeError("the engine stopped while generating")
     if errors:
-        raise RuntimeError(f"regeneration failed: {errors[0]}")
+        raise RuntimeError(f"generation failed: {errors[0]}")
     return outputs
 
 
