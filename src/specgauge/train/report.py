@@ -1,0 +1,147 @@
+"""``TRAINING.md`` and ``SHA256SUMS`` beside shipped weights: what was measured, how to reproduce it."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+
+from specgauge.train.corpus import file_sha256
+
+SHIPPED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+
+
+def machine_description() -> str:
+    """CPU model, core count, Python and torch versions of this machine."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPU cores visible, Python {platform.python_version()}, torch {torch.__version__}"
+
+
+def write_sha256sums(model_dir: Path, names: tuple[str, ...]) -> dict[str, str]:
+    """Write ``SHA256SUMS`` (``sha256sum`` format) for ``names`` in ``model_dir``; returns the digests."""
+    digests = {name: file_sha256(Path(model_dir) / name) for name in names}
+    (Path(model_dir) / "SHA256SUMS").write_text("".join(f"{d}  {n}\n" for n, d in digests.items()))
+    return digests
+
+
+def read_sha256sums(model_dir: Path) -> dict[str, str]:
+    """``{file name: sha256}`` from a ``SHA256SUMS`` file."""
+    out = {}
+    for line in (Path(model_dir) / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        out[name.strip()] = digest
+    return out
+
+
+def run_summary(run_dir: Path, wall: str) -> dict:
+    """Steps, seconds, history and the reproducing command of a finished run in ``run_dir``."""
+    import torch
+
+    saved = torch.load(Path(run_dir) / "checkpoint.pt", map_location="cpu", weights_only=False)
+    best = torch.load(Path(run_dir) / "best.pt", map_location="cpu", weights_only=False)
+    config, shape = saved["config"], saved["shape"]
+    state = saved["state"]
+    return {
+        "step": state["step"], "trained_seconds": state["trained_seconds"], "history": state["history"],
+        "best_step": best["step"], "batch_size": config["batch_size"], "seq_len": config["seq_len"], "wall": wall,
+        "target_command": target_command_line(config, shape),
+    }
+
+
+def target_command_line(config: dict, shape: dict) -> str:
+    """The ``specgauge train target`` invocation that trains with ``config`` and ``shape``."""
+    parts = [
+        "specgauge train target --corpus runs/corpus --tokenizer runs/tokenizer --run-dir runs/target",
+        f"--minutes {config['minutes']:g}" if config.get("minutes") else "",
+        f"--max-steps {config['max_steps']} --batch-size {config['batch_size']} --seq-len {config['seq_len']}",
+        f"--lr {config['lr']:g} --warmup-steps {config['warmup_steps']} --loss-on {config['loss_on']}",
+        "--bf16" if config["bf16"] else "--fp32",
+        f"--hidden-size {shape['hidden_size']} --layers {shape['num_hidden_layers']} --heads {shape['num_attention_heads']}",
+        f"--kv-heads {shape['num_key_value_heads']} --intermediate-size {shape['intermediate_size']}",
+        f"--eval-every {config['eval_every']} --seed {config['seed']} --threads {config['threads']}",
+    ]
+    return " ".join(p for p in parts if p)
+
+
+def reproduce_commands(summary: dict, model_dir: Path, prompts: int, max_new_tokens: int) -> list[str]:
+    """The command lines that rebuild corpus, tokenizer and target, export and evaluate them."""
+    return [
+        "pip install -e '.[engine]'",
+        "specgauge train corpus --output runs/corpus --seed 0",
+        "specgauge train tokenizer --corpus runs/corpus --output runs/tokenizer --vocab-size 4096",
+        "specgauge train corpus --output runs/corpus --seed 0 --tokenizer runs/tokenizer",
+        summary["target_command"],
+        f"specgauge train export runs/target --tokenizer runs/tokenizer --output {model_dir}",
+        f"specgauge train eval {model_dir} --corpus runs/corpus --prompts {prompts} --max-new-tokens {max_new_tokens} "
+        f"--run-dir runs/target",
+    ]
+
+
+def write_training_report(model_dir: Path, evaluation: dict, run_summary: dict, commands: list[str]) -> Path:
+    """Write ``TRAINING.md`` from an :func:`~specgauge.train.evaluate.evaluate_model` report and a run
+    summary (shape, steps, seconds, history), then ``SHA256SUMS`` over the shipped files and it."""
+    model_dir = Path(model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    digests = {name: file_sha256(model_dir / name) for name in SHIPPED_FILES}
+    shape_keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                  "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings", "torch_dtype")
+    lines = [
+        "# The embedded target model: how it was trained and what it measures",
+        "",
+        "Everything below was measured on the machine named here by the commands listed; nothing is estimated.",
+        "",
+        "## Reproduce",
+        "",
+        "```sh",
+        *commands,
+        "```",
+        "",
+        "## Run",
+        "",
+        f"- machine: {machine_description()}",
+        f"- parameters: {evaluation['parameters']:,} (tied embeddings), stored as bf16",
+        f"- shape: " + ", ".join(f"{k}={config[k]}" for k in shape_keys if k in config),
+        f"- optimizer steps: {run_summary['step']}, batch {run_summary['batch_size']} x {run_summary['seq_len']} tokens "
+        f"({run_summary['step'] * run_summary['batch_size'] * run_summary['seq_len']:,} training tokens, balanced over sources)",
+        f"- time in optimizer steps: {run_summary['trained_seconds'] / 60:.1f} min; wall time of the run: {run_summary['wall']}",
+        f"- shipped checkpoint: step {run_summary['best_step']} (lowest mean validation loss)",
+        "",
+        "## Measured",
+        "",
+        f"Validation loss: mean next-token cross-entropy over all tokens of up to 64 windows of "
+        f"{config.get('max_position_embeddings')} tokens per source (fp32). Distinct-trigram share: distinct / all "
+        f"token trigrams of greedy continuations (≤ {evaluation['max_new_tokens']} tokens, stopping at `<|end|>`"
+        f"{' ignored' if evaluation['ignore_eos'] else ''}) of the first {evaluation['prompts_per_source']} held-out "
+        "validation prompts per source, pooled; 1.0 means no trigram repeats.",
+        "",
+        "| source | val loss | distinct trigrams | mean generated tokens |",
+        "| --- | --- | --- | --- |",
+    ]
+    for source, row in evaluation["sources"].items():
+        lines.append(f"| {source} | {row['val_loss']:.3f} | {row['distinct_trigram_share']:.3f} | {row['mean_generated_tokens']:.1f} |")
+    if run_summary.get("history"):
+        lines += ["", "Validation loss during training (bf16 autocast, first 24 windows per source):", "",
+                  "| step | " + " | ".join(evaluation["sources"]) + " |", "| --- |" + " --- |" * len(evaluation["sources"])]
+        for entry in run_summary["history"]:
+            lines.append(f"| {entry['step']} | " + " | ".join(f"{entry['val'][s]:.3f}" for s in evaluation["sources"]) + " |")
+    lines += ["", "## Sample greedy continuations (held-out prompts)", ""]
+    for source, row in evaluation["sources"].items():
+        for sample in row["samples"][:2]:
+            lines += [f"**{source}** — prompt ends with:", "", "````text", sample["prompt"].strip()[-240:], "````", "",
+                      "continuation:", "", "````text", sample["continuation"], "````", ""]
+    lines += ["## Files (sha256)", "", *[f"- `{name}`: `{digest}`" for name, digest in digests.items()], "",
+              "`SHA256SUMS` lists the same digests and that of this file.", ""]
+    path = model_dir / "TRAINING.md"
+    path.write_text("\n".join(lines))
+    write_sha256sums(model_dir, (*SHIPPED_FILES, "TRAINING.md"))
+    return path

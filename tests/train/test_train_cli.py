@@ -1,0 +1,48 @@
+"""`specgauge train ...` misuse ends in one line on stderr and exit code 2; the corpus command works end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specgauge", "train", *args], capture_output=True, text=True, timeout=120)
+
+
+def _one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_tokenizer_without_corpus_text(tmp_path):
+    _one_line_error(run_cli("tokenizer", "--corpus", str(tmp_path), "--output", str(tmp_path / "tok")), "--corpus", "text/")
+
+
+def test_target_resume_without_checkpoint(tiny_corpus, tmp_path):
+    result = run_cli("target", "--corpus", str(tiny_corpus["dir"]), "--tokenizer", str(tiny_corpus["tokenizer_dir"]),
+                     "--run-dir", str(tmp_path / "run"), "--resume")
+    _one_line_error(result, "--resume", "checkpoint.pt")
+
+
+def test_target_bad_weights_and_shape(tiny_corpus, tmp_path):
+    common = ("target", "--corpus", str(tiny_corpus["dir"]), "--tokenizer", str(tiny_corpus["tokenizer_dir"]), "--run-dir", str(tmp_path))
+    _one_line_error(run_cli(*common, "--weights", "novels=1"), "--weights", "novels")
+    _one_line_error(run_cli(*common, "--hidden-size", "100", "--heads", "3"), "--hidden-size")
+
+
+def test_eval_without_model(tmp_path):
+    _one_line_error(run_cli("eval", str(tmp_path), "--corpus", str(tmp_path)), "MODEL_DIR", "config.json")
+
+
+def test_target_cli_trains_and_exports(tiny_corpus, tmp_path):
+    result = run_cli("target", "--corpus", str(tiny_corpus["dir"]), "--tokenizer", str(tiny_corpus["tokenizer_dir"]),
+                     "--run-dir", str(tmp_path / "run"), "--output", str(tmp_path / "model"), "--max-steps", "4",
+                     "--batch-size", "2", "--seq-len", "16", "--hidden-size", "16", "--layers", "1", "--heads", "2",
+                     "--kv-heads", "1", "--intermediate-size", "32", "--warmup-steps", "1", "--threads", "1", "--fp32")
+    assert result.returncode == 0, result.stderr
+    assert "eval step 4" in result.stdout and "exported best weights" in result.stdout
+    assert (tmp_path / "model" / "model.safetensors").is_file()
