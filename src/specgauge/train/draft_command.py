@@ -9,28 +9,18 @@ import click
 
 from specgauge.errors import UserError, require_extra
 
-SOURCE_NAMES = ("code_stdlib", "agentic_tools", "prose_docs")  # specgauge.train.corpus.SOURCES, without its imports
-
-
 def parse_mix(text: str | None) -> dict[str, float]:
-    """``code_stdlib=0.5,agentic_tools=0.4`` → ``{source: weight}``; unknown sources and bad numbers are UserErrors."""
-    weights: dict[str, float] = {}
-    for item in (text or "").split(","):
-        if not item.strip():
-            continue
-        name, _, value = item.partition("=")
-        name = name.strip()
-        if name not in SOURCE_NAMES:
-            raise UserError(f"--weights: unknown source {name!r}; expected one of {', '.join(SOURCE_NAMES)}")
-        try:
-            weights[name] = float(value)
-        except ValueError:
-            raise UserError(f"--weights: {item!r} is not source=number") from None
-        if weights[name] < 0:
-            raise UserError(f"--weights: weight of {name} must be ≥ 0")
-    if weights and not any(weights.get(s, 0.0) > 0 for s in weights):
+    """``code_stdlib=0.5,agentic_tools=0.4`` → a weight for every source (sources left out get 0);
+    unknown sources, bad numbers and an all-zero mix are UserErrors."""
+    from specgauge.train.commands import _parse_weights
+    from specgauge.train.corpus import SOURCES
+
+    weights = _parse_weights(text)
+    if not weights:
+        return {}
+    if not any(w > 0 for w in weights.values()):
         raise UserError("--weights: at least one source needs a positive weight")
-    return {s: weights.get(s, 0.0) for s in SOURCE_NAMES} if weights else {}
+    return {source: weights.get(source, 0.0) for source in SOURCES}
 
 
 @click.command("draft")
@@ -82,7 +72,9 @@ def draft_command(target_dir: Path | None, corpus_dir: Path, run_dir: Path, outp
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (target_dir / name).is_file():
             raise UserError(f"--target: no {name} in {target_dir}")
-    for source in SOURCE_NAMES:
+    from specgauge.train.corpus import SOURCES
+
+    for source in SOURCES:
         if not (corpus_dir / "train" / source).is_dir() or not (corpus_dir / "validation" / source).is_dir():
             raise UserError(f"--corpus: {corpus_dir} has no train/{source} and validation/{source} "
                             "(build it with `specgauge train corpus --tokenizer ...`)")
