@@ -48,13 +48,29 @@ def _positive(ctx, param, value):
 @click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True, callback=_positive,
               help="Largest request body accepted (413 beyond).")
 @click.option("--threads", type=int, default=None, callback=_positive, help="torch CPU threads.")
-@click.option("--speculative-algorithm", type=click.Choice(["NONE"]), default="NONE",
-              show_default=True, help="Speculative decoding (SGLang's flag); NONE serves plain decoding.")
+@click.option("--speculative-algorithm", type=click.Choice(["NONE", "EAGLE3", "NGRAM"], case_sensitive=False),
+              default="NONE", show_default=True,
+              help="Speculative decoding (SGLang's flag): EAGLE3 (the shipped drafter unless "
+                   "--speculative-draft-model-path), NGRAM (prompt lookup), NONE (plain decoding).")
+@click.option("--speculative-draft-model-path", type=click.Path(path_type=Path), default=None,
+              show_default="the shipped drafter", help="EAGLE-3 head directory (published layout).")
+@click.option("--speculative-num-steps", type=int, default=4, show_default=True, callback=_positive,
+              help="Draft steps per verify (depth of the chain or tree).")
+@click.option("--speculative-eagle-topk", type=int, default=1, show_default=True, callback=_positive,
+              help="Branching of the EAGLE-3 draft tree; 1 drafts a chain.")
+@click.option("--speculative-num-draft-tokens", type=int, default=None, callback=_positive,
+              help="Tokens verified per request per step, root included (default: num-steps + 1).")
+@click.option("--speculative-disable-above", type=click.IntRange(min=0), default=None,
+              help="Decode without speculation whenever more than N requests are running.")
+@click.option("--speculative-adaptive", is_flag=True,
+              help="Choose the number of draft tokens (0 = off) each step from measured step times and acceptance.")
 def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served_model_name: str,
           max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
           max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
           incremental_streaming_output: bool, max_body_bytes: int, threads: int | None,
-          speculative_algorithm: str) -> None:
+          speculative_algorithm: str, speculative_draft_model_path: Path | None, speculative_num_steps: int,
+          speculative_eagle_topk: int, speculative_num_draft_tokens: int | None,
+          speculative_disable_above: int | None, speculative_adaptive: bool) -> None:
     """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
     require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
                   "prometheus_client", "orjson")
@@ -65,13 +81,20 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served
     from specgauge.engine.engine import Engine, EngineConfig
     from specgauge.engine.scheduler import SchedulerConfig
     from specgauge.engine.server import ServerSettings, serve_forever
+    from specgauge.engine.speculative.config import SpeculativeConfig
 
     config = EngineConfig(
         model_dir=str(model_dir), device=device, dtype=dtype, max_model_len=max_model_len,
         block_size=block_size, num_blocks=num_blocks, threads=threads,
         scheduler=SchedulerConfig(max_running=max_running_requests, max_tokens_per_step=max_tokens_per_step,
                                   max_waiting=max_waiting_requests),
+        speculative=SpeculativeConfig(
+            algorithm=speculative_algorithm.upper(), num_steps=speculative_num_steps,
+            eagle_topk=speculative_eagle_topk, num_draft_tokens=speculative_num_draft_tokens,
+            draft_model_path=str(speculative_draft_model_path) if speculative_draft_model_path else None,
+            disable_above=speculative_disable_above, adaptive=speculative_adaptive),
     )
+    config.validate()  # bad flags fail with one line before anything loads
     print(f"loading {model_dir} on {device} ...", file=sys.stderr, flush=True)
     engine = Engine(config)
     settings = ServerSettings(served_model_name=served_model_name, api_key=api_key, max_body_bytes=max_body_bytes,

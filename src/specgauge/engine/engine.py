@@ -13,6 +13,7 @@ callback (the server's sink hands them to asyncio with ``loop.call_soon_threadsa
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -32,6 +33,8 @@ from specgauge.engine.model import load_model
 from specgauge.engine.model_runner import ModelRunner
 from specgauge.engine.sampling_params import SamplingParams
 from specgauge.engine.scheduler import Request, RequestUpdate, Scheduler, SchedulerConfig
+from specgauge.engine.speculative.config import SpeculativeConfig
+from specgauge.engine.speculative.stats import SpecStats
 from specgauge.engine.tokenizer import EngineTokenizer, TextState
 from specgauge.errors import UserError
 
@@ -52,6 +55,7 @@ class EngineConfig:
     num_blocks: int | None = None  # default: enough for max_running requests of 1/4 context, ≥ 2 full contexts
     scheduler: SchedulerConfig = SchedulerConfig()
     threads: int | None = None     # torch intra-op threads on CPU
+    speculative: SpeculativeConfig = SpeculativeConfig()
 
     def validate(self) -> None:
         path = Path(self.model_dir)
@@ -66,6 +70,15 @@ class EngineConfig:
         if self.scheduler.max_tokens_per_step < self.scheduler.max_running * (1 + self.scheduler.lookahead):
             raise UserError(f"--max-tokens-per-step {self.scheduler.max_tokens_per_step} cannot give each of "
                             f"--max-running-requests {self.scheduler.max_running} its decode tokens every step")
+        try:
+            self.speculative.validate()
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        if self.speculative.algorithm == "EAGLE3" and not (self.speculative.draft_dir / "config.json").is_file():
+            hint = ("the shipped drafter is missing (train it with 'specgauge train draft')"
+                    if self.speculative.draft_model_path is None else "config.json missing")
+            raise UserError(f"no EAGLE-3 drafter at {self.speculative.draft_dir}: {hint}; "
+                            f"pass --speculative-draft-model-path DIR")
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -87,6 +100,7 @@ class StreamEvent:
     finish_reason: str | None     # "stop" | "length" | "abort" | "error"
     matched_stop: str | int | None
     error: str | None = None
+    spec: dict | None = None      # the request's speculation figures (SGLang meta_info names); None when off
 
 
 Sink = Callable[[StreamEvent], None]
@@ -108,20 +122,31 @@ class Engine:
         self.tokenizer = EngineTokenizer(config.model_dir, eos_token_ids=eos_ids)
         self.max_model_len = min(config.max_model_len or min(model_cfg.max_position_embeddings, 4096),
                                  model_cfg.max_position_embeddings)
-        self.model.prepare_for_inference(self.max_model_len + config.scheduler.lookahead + 1)
-        per_request = self.max_model_len + 1 + config.scheduler.lookahead
+        spec = config.speculative
+        lookahead = max(config.scheduler.lookahead, spec.lookahead)
+        scheduler_config = dataclasses.replace(config.scheduler, lookahead=lookahead)
+        self.model.prepare_for_inference(self.max_model_len + lookahead + 1)
+        per_request = self.max_model_len + 1 + lookahead
         min_blocks = -(-per_request // config.block_size)
         num_blocks = config.num_blocks or max(2 * min_blocks,
-                                              config.scheduler.max_running * -(-per_request // (4 * config.block_size)))
+                                              scheduler_config.max_running * -(-per_request // (4 * config.block_size)))
         if num_blocks < min_blocks:
             raise UserError(f"--num-blocks {num_blocks} cannot hold one request of {per_request} tokens "
                             f"({min_blocks} blocks of {config.block_size})")
         self.blocks = BlockManager(num_blocks, config.block_size)
         self.cache = KVCache(model_cfg.num_hidden_layers, num_blocks, config.block_size,
                              model_cfg.num_key_value_heads, model_cfg.head_size, config.torch_dtype, self.device)
-        self.scheduler = Scheduler(config.scheduler, self.blocks)
-        self.runner = ModelRunner(self.model, self.cache, self.blocks)
+        self.scheduler = Scheduler(scheduler_config, self.blocks)
         self.metrics = EngineMetrics()
+        self.controller = None
+        if spec.enabled:
+            from specgauge.engine.speculative.build import build_speculation
+
+            self.runner, self.controller = build_speculation(spec, self.model, self.cache, self.blocks,
+                                                             self.device, config.torch_dtype)
+            self.metrics.enable_speculation(spec.max_drafts)
+        else:
+            self.runner = ModelRunner(self.model, self.cache, self.blocks)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -181,9 +206,10 @@ class Engine:
             "max_tokens_per_step": self.config.scheduler.max_tokens_per_step,
             "last_step_time_s": self.metrics.last_step_time,
             "steps": self.metrics.steps,
-            # Speculative decoding fills these in (issue 4); null means speculation is off.
-            "speculative_algorithm": None,
-            "avg_spec_accept_length": None,
+            # null while speculation is off (--speculative-algorithm NONE)
+            "speculative_algorithm": self.config.speculative.algorithm if self.controller else None,
+            "avg_spec_accept_length": self.metrics.avg_spec_accept_length() if self.controller else None,
+            **(self.metrics.spec_snapshot(self.controller) if self.controller else {}),
         }
 
     @property
@@ -204,13 +230,29 @@ class Engine:
     def step(self) -> list[RequestUpdate]:
         """One scheduling step; returns what changed for which request."""
         start = time.perf_counter()
+        if self.controller is not None:  # speculation: this step's number of draft tokens
+            self.runner.k = self.controller.choose(len(self.scheduler.running))
+            self.scheduler.lookahead = self.runner.drafter.slots_needed(self.runner.k)
         batch = self.scheduler.schedule()
         if not batch:
             return []
         outputs = self.runner.run(batch) if batch.seqs else []
         updates = self.scheduler.postprocess(batch, outputs)
-        self.metrics.observe_step(time.perf_counter() - start, batch, updates)
+        elapsed = time.perf_counter() - start
+        self.metrics.observe_step(elapsed, batch, updates)
+        if self.controller is not None and batch.seqs:
+            self._observe_speculation(elapsed, updates)
         return updates
+
+    def _observe_speculation(self, elapsed: float, updates: list[RequestUpdate]) -> None:
+        report = self.runner.last
+        counted = self.runner.record(updates)
+        self.metrics.observe_spec(report, counted, self.controller)
+        for proposed, _, accepted in counted:
+            if proposed:
+                self.controller.observe_accept(proposed, accepted)
+        if report.pure_decode and report.decoding:
+            self.controller.observe_step(report.decoding, report.k, elapsed)
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
@@ -279,9 +321,13 @@ class Engine:
     def _emit(self, request: Request, text: str, tokens: list[int], finished: bool, error: str | None = None) -> None:
         if finished:
             self.metrics.on_finish(request.finish_reason or "abort")
+        spec = None
+        if self.controller is not None:
+            stats = request.spec_stats or SpecStats()
+            spec = stats.meta_info(len(request.output_ids))
         self._outbox.append((request.user_data, StreamEvent(request.request_id, text, tuple(tokens), len(request.prompt_ids), len(request.output_ids),
                          finished, request.finish_reason if finished else None,
-                         request.matched_stop if finished else None, error)))
+                         request.matched_stop if finished else None, error, spec)))
 
 
 def _deliver(pairs: list[tuple[Sink, StreamEvent]]) -> None:

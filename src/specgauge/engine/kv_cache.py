@@ -85,7 +85,8 @@ class ForwardBatch:
 
 def build_group(token_start: int, q_len: int, context_lens: list[int], block_tables: list[list[int]],
                 block_size: int, device: torch.device, dtype: torch.dtype = torch.float32,
-                tree_mask: list[list[bool]] | None = None, tree_depths: list[int] | None = None,
+                tree_mask: "list[list[bool]] | torch.Tensor | None" = None,
+                tree_depths: "list[int] | torch.Tensor | None" = None,
                 ) -> tuple[AttentionGroup, torch.Tensor, torch.Tensor]:
     """Index tensors for sequences with ``q_len`` new tokens after ``context_lens`` cached ones.
 
@@ -93,7 +94,9 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
     tokens form a chain (causal). For a draft *tree* (verification of several branches in one
     forward), ``tree_mask`` (Tq x Tq, shared by the group) says which new tokens query ``i`` sees
     (its ancestors and itself) and ``tree_depths`` (Tq) gives each token's depth, so its RoPE
-    position is ``context + depth`` while its storage position stays ``context + j``.
+    position is ``context + depth`` while its storage position stays ``context + j``. Sequences
+    of one group may have trees of different shapes: pass ``tree_mask`` as a (B, Tq, Tq) bool
+    tensor and ``tree_depths`` as (B, Tq).
 
     Returns the group, the new tokens' RoPE positions (B*Tq,) and their write slots (B*Tq,).
     """
@@ -103,18 +106,20 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
     ctx = torch.tensor(context_lens, dtype=torch.long).unsqueeze(1)  # (B, 1)
     stored = ctx + torch.arange(q_len).unsqueeze(0)  # (B, Tq) storage positions
     write_slots = table.gather(1, stored // block_size) * block_size + stored % block_size  # (B, Tq)
-    depths = torch.tensor(tree_depths, dtype=torch.long) if tree_depths is not None else torch.arange(q_len)
-    positions = ctx + depths.unsqueeze(0)  # (B, Tq) RoPE positions
+    depths = torch.as_tensor(tree_depths, dtype=torch.long) if tree_depths is not None else torch.arange(q_len)
+    positions = ctx + (depths if depths.dim() == 2 else depths.unsqueeze(0))  # (B, Tq) RoPE positions
     if max(context_lens) == 0 and tree_mask is None:
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None)
     else:
         keys = torch.arange(max_blocks * block_size).view(1, 1, -1)  # (1, 1, Tk) key storage positions
         visible = keys <= stored.unsqueeze(2)  # (B, Tq, Tk) causal; also hides padded blocks
         if tree_mask is not None:
-            new = torch.tensor(tree_mask, dtype=torch.bool)  # (Tq, Tq) query i sees new token j
+            new = torch.as_tensor(tree_mask, dtype=torch.bool)  # (Tq, Tq) or (B, Tq, Tq): query i sees token j
+            new = new.expand(batch, q_len, q_len) if new.dim() == 2 else new  # (B, Tq, Tq)
             offset = keys - ctx.unsqueeze(2)  # (B, 1, Tk) index among the new tokens (< 0: cached)
             among_new = (offset >= 0) & (offset < q_len)
-            sees_new = new[:, offset.clamp(0, q_len - 1).squeeze(1)].permute(1, 0, 2)  # (B, Tq, Tk)
+            index = offset.clamp(0, q_len - 1).expand(batch, q_len, -1)  # (B, Tq, Tk)
+            sees_new = new.gather(2, index)  # (B, Tq, Tk)
             visible = torch.where(among_new, sees_new, offset < 0)
         mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, float("-inf"))
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len,

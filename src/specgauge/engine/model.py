@@ -72,6 +72,41 @@ class LlamaConfig:
         return out
 
 
+def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: torch.Tensor,
+                    v_layer: torch.Tensor, batch: "ForwardBatch", block_size: int,
+                    attn_dtype: torch.dtype) -> torch.Tensor:
+    """Write the step's new K/V into one layer's pool and attend, group by group.
+
+    q (N, Hq, D), k and v (N, Hkv, D) for the step's new tokens; ``k_layer``/``v_layer``
+    (S, Hkv, D) are the layer's slots. Returns the attention output (N, Hq * D) in ``attn_dtype``.
+    Shared by the target's cached forward and the EAGLE-3 head's (one layer of its own).
+    """
+    n, n_q, d = q.shape
+    n_kv = k.shape[1]
+    gqa = n_q != n_kv
+    k_layer.index_copy_(0, batch.write_slots, k)
+    v_layer.index_copy_(0, batch.write_slots, v)
+    num_blocks = k_layer.shape[0] // block_size
+    k_blocks = k_layer.view(num_blocks, block_size, n_kv, d)  # (blocks, bs, Hkv, D)
+    v_blocks = v_layer.view(num_blocks, block_size, n_kv, d)
+    outs = []
+    for g in batch.groups:
+        qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
+        if g.fresh:
+            kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
+            vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
+            o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                               is_causal=g.q_len > 1, enable_gqa=gqa)
+        else:  # gather whole blocks (index_select: ~3x faster than advanced indexing on CPU)
+            blocks = g.block_table.reshape(-1)  # (B*nb,)
+            kg = k_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)  # (B, Hkv, Tk, D)
+            vg = v_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)
+            o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                               attn_mask=g.mask, enable_gqa=gqa)
+        outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
+    return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, size: int, eps: float) -> None:
         super().__init__()
@@ -266,7 +301,6 @@ class LlamaForCausalLM(nn.Module):
         each (N, h) over all new tokens. Call :meth:`prepare_for_inference` first.
         """
         n_q, n_kv, d = self._head_split
-        gqa = n_q != n_kv
         attn_dtype = self.attention_dtype
         cos = self._rope_cos[batch.positions].unsqueeze(1)  # (N, 1, D)
         sin = self._rope_sin[batch.positions].unsqueeze(1)  # (N, 1, D)
@@ -280,28 +314,8 @@ class LlamaForCausalLM(nn.Module):
             qk = apply_rope(qkv[:, : (n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)  # (N, Hq+Hkv, D)
             q, k = qk[:, :n_q], qk[:, n_q:]  # (N, Hq, D), (N, Hkv, D)
             v = qkv[:, (n_q + n_kv) * d:].view(n, n_kv, d)  # (N, Hkv, D)
-            k_layer, v_layer = cache.k[index], cache.v[index]  # (S, Hkv, D)
-            k_layer.index_copy_(0, batch.write_slots, k)
-            v_layer.index_copy_(0, batch.write_slots, v)
-            k_blocks = k_layer.view(cache.num_blocks, cache.block_size, n_kv, d)  # (blocks, bs, Hkv, D)
-            v_blocks = v_layer.view(cache.num_blocks, cache.block_size, n_kv, d)
-            outs = []
-            for g in batch.groups:
-                qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
-                if g.fresh:
-                    kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
-                    vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
-                    o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
-                                                       is_causal=g.q_len > 1, enable_gqa=gqa)
-                else:  # gather whole blocks: (B, nb, bs, Hkv, D) → (B, Hkv, Tk, D)
-                    kg = k_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
-                    vg = v_blocks[g.block_table].flatten(1, 2).transpose(1, 2)
-                    o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
-                                                       attn_mask=g.mask, enable_gqa=gqa)
-                outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
-            o = outs[0] if len(outs) == 1 else torch.cat(outs)
-            o = o.to(x.dtype)
-            x = x + F.linear(o, o_w)
+            o = paged_attention(q, k, v, cache.k[index], cache.v[index], batch, cache.block_size, attn_dtype)
+            x = x + F.linear(o.to(x.dtype), o_w)
             gate, up = F.linear(self._rms(x, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
             x = x + F.linear(F.silu(gate) * up, down_w)
         last = x.index_select(0, batch.logit_indices)  # (M, h)

@@ -8,7 +8,7 @@ import torch
 
 from specgauge.engine.sampling_params import SamplingParams
 
-__all__ = ["SamplingParams", "make_generator", "sample"]
+__all__ = ["SamplingParams", "make_generator", "sample", "probabilities"]
 
 
 def make_generator(params: SamplingParams, device: torch.device | str) -> torch.Generator | None:
@@ -27,22 +27,34 @@ def sample(logits: torch.Tensor, params: list[SamplingParams],
     rows = [i for i, p in enumerate(params) if not p.greedy]
     if not rows:
         return choice.tolist()
-    sub = logits[rows].float()  # (R, V)
-    temps = torch.tensor([params[i].temperature for i in rows], device=sub.device).unsqueeze(1)
-    sorted_logits, sorted_idx = torch.sort(sub / temps, dim=-1, descending=True)  # (R, V)
-    vocab = sub.shape[-1]
-    ranks = torch.arange(vocab, device=sub.device).unsqueeze(0)  # (1, V)
-    top_k = torch.tensor([params[i].top_k if params[i].top_k > 0 else vocab for i in rows],
-                         device=sub.device).unsqueeze(1)
-    drop = ranks >= top_k  # (R, V)
-    probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)
-    top_p = torch.tensor([params[i].top_p for i in rows], device=sub.device).unsqueeze(1)
-    mass_before = probs.cumsum(-1) - probs  # (R, V) probability of strictly better tokens
-    drop |= mass_before >= top_p
-    drop[:, 0] = False  # always keep the best token
-    probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)  # (R, V)
+    probs, sorted_idx = _sorted_probs(logits[rows], [params[i] for i in rows])
     out = choice.tolist()
     for row, i in enumerate(rows):
         pick = torch.multinomial(probs[row], 1, generator=generators[i])
         out[i] = int(sorted_idx[row, pick])
     return out
+
+
+def _sorted_probs(logits: torch.Tensor, params: list[SamplingParams]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Temperature, top-k and top-p applied to ``logits`` (R, V): probabilities sorted best first
+    (R, V) and the token id of each sorted column (R, V)."""
+    sub = logits.float()  # (R, V)
+    temps = torch.tensor([p.temperature for p in params], device=sub.device).unsqueeze(1)
+    sorted_logits, sorted_idx = torch.sort(sub / temps, dim=-1, descending=True)  # (R, V)
+    vocab = sub.shape[-1]
+    ranks = torch.arange(vocab, device=sub.device).unsqueeze(0)  # (1, V)
+    top_k = torch.tensor([p.top_k if p.top_k > 0 else vocab for p in params], device=sub.device).unsqueeze(1)
+    drop = ranks >= top_k  # (R, V)
+    probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)
+    top_p = torch.tensor([p.top_p for p in params], device=sub.device).unsqueeze(1)
+    mass_before = probs.cumsum(-1) - probs  # (R, V) probability of strictly better tokens
+    drop |= mass_before >= top_p
+    drop[:, 0] = False  # always keep the best token
+    return torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1), sorted_idx
+
+
+def probabilities(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
+    """The distribution each row of ``logits`` (R, V) is sampled from under its (non-greedy)
+    parameters, in vocabulary order (R, V): what speculative verification accepts against."""
+    probs, sorted_idx = _sorted_probs(logits, params)
+    return torch.zeros_like(probs).scatter_(1, sorted_idx, probs)

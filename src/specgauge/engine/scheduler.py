@@ -62,6 +62,11 @@ class Request:
     matched_stop: str | int | None = None
     generator: Any = None                     # the runner's per-request random stream
     user_data: Any = None                     # the front end's handle (its output queue)
+    # Speculative decoding: the drafter's per-request state (its own KV length, pending target
+    # features, or an n-gram index), reset with the KV on preemption; and the request's
+    # acceptance figures (kept across preemption, like its output).
+    draft_state: Any = None
+    spec_stats: Any = None
 
     @property
     def num_tokens(self) -> int:
@@ -149,6 +154,9 @@ class Scheduler:
         self.running: list[Request] = []
         self.requests: dict[str, Request] = {}
         self.num_preemptions = 0
+        # KV slots reserved per decoding request beyond its next token; the engine sets it each
+        # step from the speculation controller (0 while speculation is off).
+        self.lookahead = config.lookahead
 
     # -- intake ------------------------------------------------------------------------
     def add(self, request: Request) -> None:
@@ -184,7 +192,7 @@ class Scheduler:
         for request in decoding:
             if request.status != Status.RUNNING or budget <= 0:
                 continue
-            if self._reserve(request, request.num_tokens + self.config.lookahead, preempted):
+            if self._reserve(request, request.num_tokens + self.lookahead, preempted):
                 seqs.append(ScheduledSeq(request, request.num_computed, 1))
                 budget -= 1
         for request in [r for r in self.running if r.num_pending > 1]:
@@ -277,6 +285,7 @@ class Scheduler:
         self.running.remove(request)
         self.blocks.free(request.request_id)
         request.num_computed = 0
+        request.draft_state = None  # the draft KV went with the blocks
         request.status = Status.WAITING
         self.waiting.appendleft(request)
         self.num_preemptions += 1

@@ -281,8 +281,15 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
                 "total_tokens": prompt + completion_tokens}
 
     def spec_fields(event: StreamEvent) -> dict:
-        """Per-request speculation figures (``spec_accept_length`` etc.); empty while speculation is off."""
-        return {}
+        """Per-request speculation figures (SGLang's ``meta_info`` names: ``spec_verify_ct``,
+        ``spec_accept_length`` ...); empty while speculation is off."""
+        return dict(event.spec) if event.spec is not None else {}
+
+    def openai_spec_fields(event: StreamEvent) -> dict:
+        """What OpenAI responses carry: ``spec_accept_length`` and ``spec_verify_ct`` (extensions)."""
+        if event.spec is None:
+            return {}
+        return {"spec_accept_length": event.spec["spec_accept_length"], "spec_verify_ct": event.spec["spec_verify_ct"]}
 
     def error_event(event: StreamEvent) -> dict:
         return APIError(500, event.error or "request failed", code="engine_error", error_type="server_error").body()
@@ -339,7 +346,8 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
             choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
             out = dict(head, object="chat.completion" if chat else "text_completion", choices=[choice],
                        usage=usage(handle, last.completion_tokens))
-            out.update(spec_fields(last))
+            out.update(openai_spec_fields(last))
+            out["usage"].update(openai_spec_fields(last))
             return JSONResponse(out)
         options = body.stream_options
 
@@ -370,10 +378,11 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
                 if options and options.continuous_usage_stats:
                     chunk["usage"] = usage(handle, event.completion_tokens)
                 if event.finished:
-                    chunk.update(spec_fields(event))
+                    chunk.update(openai_spec_fields(event))
                 yield _sse(chunk)
             if last is not None and not last.error and options and options.include_usage:
-                yield _sse(dict(head, choices=[], usage=usage(handle, last.completion_tokens)))
+                yield _sse(dict(head, choices=[], usage={**usage(handle, last.completion_tokens),
+                                                         **openai_spec_fields(last)}))
             yield _sse("[DONE]")
 
         return StreamingResponse(stream(), media_type="text/event-stream")
@@ -451,7 +460,17 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
                 "device": cfg.device, "dtype": str(cfg.torch_dtype).removeprefix("torch."),
                 "max_running_requests": cfg.scheduler.max_running, "max_waiting_requests": cfg.scheduler.max_waiting,
                 "incremental_streaming_output": settings.incremental_streaming_output,
-                "speculative_algorithm": None, "internal_states": [engine.snapshot()]}
+                "speculative_algorithm": cfg.speculative.algorithm if cfg.speculative.enabled else None,
+                **speculative_settings(), "internal_states": [engine.snapshot()]}
+
+    def speculative_settings() -> dict:
+        spec = engine.config.speculative
+        if not spec.enabled:
+            return {}
+        return {"speculative_num_steps": spec.num_steps, "speculative_eagle_topk": spec.eagle_topk,
+                "speculative_num_draft_tokens": spec.draft_tokens,
+                "speculative_draft_model_path": str(spec.draft_dir) if spec.algorithm == "EAGLE3" else None,
+                "speculative_disable_above": spec.disable_above, "speculative_adaptive": spec.adaptive}
 
     @app.get("/get_server_info")
     async def get_server_info():

@@ -1,4 +1,4 @@
-"""CLI commands of this part: ``specgauge train corpus|tokenizer|target|eval``.
+"""CLI commands of this part: ``specgauge train corpus|tokenizer|target|export|eval|draft``.
 Heavy imports (torch, tokenizers) stay inside the command bodies."""
 
 from __future__ import annotations
@@ -185,6 +185,15 @@ def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens
         summary = run_summary(run_dir, wall)
         path = write_training_report(model_dir, report, summary, reproduce_commands(summary, model_dir, prompts, max_new_tokens))
         click.echo(f"wrote {path} and SHA256SUMS")
+
+
+def _add_draft_command() -> None:
+    from specgauge.train.draft_command import draft_command
+
+    train_group.add_command(draft_command)
+
+
+_add_draft_command()
 
 
 def register(app: click.Group) -> None:

@@ -1,0 +1,39 @@
+"""Wire speculation into an engine: the drafter, its runner and the controller."""
+
+from __future__ import annotations
+
+import torch
+
+from specgauge.engine.block_manager import BlockManager
+from specgauge.engine.kv_cache import KVCache
+from specgauge.engine.model import LlamaForCausalLM
+from specgauge.engine.speculative.config import SpeculativeConfig
+from specgauge.engine.speculative.control import SpeculationController
+from specgauge.engine.speculative.runner import SpeculativeRunner
+from specgauge.errors import UserError
+
+
+def build_drafter(spec: SpeculativeConfig, model: LlamaForCausalLM, blocks: BlockManager,
+                  device: torch.device, dtype: torch.dtype):
+    """The drafter ``spec`` names: an EAGLE-3 head loaded for ``model``, or the n-gram drafter."""
+    if spec.algorithm == "NGRAM":
+        from specgauge.engine.speculative.ngram import NgramDrafter
+
+        return NgramDrafter(spec.ngram_max_n, spec.ngram_min_n)
+    from specgauge.engine.eagle3 import load_eagle3
+    from specgauge.engine.speculative.eagle import Eagle3Drafter
+
+    try:
+        head = load_eagle3(spec.draft_dir, target=model, device=device, dtype=dtype)
+    except (ValueError, FileNotFoundError, KeyError) as exc:
+        raise UserError(f"--speculative-draft-model-path {spec.draft_dir}: {exc}") from None
+    return Eagle3Drafter(head, blocks, device, dtype, spec.num_steps, spec.eagle_topk, spec.draft_tokens)
+
+
+def build_speculation(spec: SpeculativeConfig, model: LlamaForCausalLM, cache: KVCache, blocks: BlockManager,
+                      device: torch.device, dtype: torch.dtype) -> tuple[SpeculativeRunner, SpeculationController]:
+    """A speculative runner over the engine's model and pool, and the controller choosing k."""
+    drafter = build_drafter(spec, model, blocks, device, dtype)
+    runner = SpeculativeRunner(model, cache, blocks, drafter)
+    controller = SpeculationController.build(spec.max_drafts, spec.is_tree, spec.disable_above, spec.adaptive)
+    return runner, controller

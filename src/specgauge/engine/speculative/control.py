@@ -1,0 +1,140 @@
+"""Dynamic speculation control: how many draft tokens each step gets (0 = plain decoding).
+
+* Static (default): always ``max_drafts``.
+* ``--speculative-disable-above N``: 0 whenever more than N requests are running.
+* ``--speculative-adaptive``: an online cost model of this machine. Per batch-size bucket
+  (powers of two) and per candidate k it keeps the median of the last ``WINDOW`` measured wall
+  times of a pure decode step (robust to a noisy, shared machine); from the running
+  per-position acceptance it predicts the tokens a request gets per step with k drafts,
+  ``1 + sum_{j<=k} prod_{i<=j} a_i``, and picks the k with the most expected tokens per second,
+  ``B * tokens(k) / time(B, k)``. A bucket first measures plain steps; a k never measured in it
+  is predicted from the nearest bucket where it was (its time relative to that bucket's plain
+  step), and only the predicted best is then measured here — so a new batch size costs a few
+  steps, not a sweep of every k. Every ``REFRESH`` steps a neighbour of the current choice
+  (k − 1 or k + 1, the less recently tried) is measured again, so the model follows the load.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+
+REFRESH = 24
+MIN_SAMPLES = 2
+WINDOW = 8
+
+
+def bucket_of(batch_size: int) -> int:
+    """Batch-size bucket: the next power of two."""
+    return 1 << max(0, (batch_size - 1).bit_length())
+
+
+@dataclass
+class _Cell:
+    """Recent step times of one (bucket, k)."""
+
+    samples: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
+    count: int = 0
+    last_step: int = -1
+
+    @property
+    def time(self) -> float:
+        return statistics.median(self.samples)
+
+    def add(self, value: float, step: int) -> None:
+        self.samples.append(value)
+        self.count += 1
+        self.last_step = step
+
+
+@dataclass
+class SpeculationController:
+    """Chooses k per step; ``observe`` feeds it measured steps and acceptance."""
+
+    max_drafts: int
+    candidates: tuple[int, ...]
+    disable_above: int | None = None
+    adaptive: bool = False
+    reached: list[float] = field(default_factory=list)   # per draft position: times verified
+    accepted: list[float] = field(default_factory=list)  # per draft position: times accepted
+    cells: dict[tuple[int, int], _Cell] = field(default_factory=dict)
+    steps: int = 0
+    current_k: int = 0
+
+    @classmethod
+    def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool) -> "SpeculationController":
+        """A controller whose candidates are 0..max_drafts (a chain) or 0 and max_drafts (a tree)."""
+        candidates = (0, max_drafts) if tree else tuple(range(max_drafts + 1))
+        return cls(max_drafts, candidates, disable_above, adaptive,
+                   [0.0] * max_drafts, [0.0] * max_drafts, current_k=max_drafts)
+
+    @property
+    def mode(self) -> str:
+        """``speculative`` when the last step drafted, ``plain`` otherwise."""
+        return "speculative" if self.current_k > 0 else "plain"
+
+    def choose(self, num_running: int) -> int:
+        """Draft tokens per request for the next step, given the running requests."""
+        self.steps += 1
+        if self.disable_above is not None and num_running > self.disable_above:
+            k = 0
+        elif not self.adaptive or num_running == 0:
+            k = self.max_drafts
+        else:
+            k = self._best(bucket_of(num_running))
+        self.current_k = k
+        return k
+
+    def expected_tokens(self, k: int) -> float:
+        """Tokens per request per step with k drafts, from the running per-position acceptance."""
+        total, survive = 1.0, 1.0
+        for i in range(k):
+            rate = self.accepted[i] / self.reached[i] if self.reached[i] else 0.5
+            survive *= rate
+            total += survive
+        return total
+
+    def _measured(self, bucket: int, k: int) -> bool:
+        cell = self.cells.get((bucket, k))
+        return cell is not None and cell.count >= MIN_SAMPLES
+
+    def predicted_time(self, bucket: int, k: int) -> float | None:
+        """Step time of k drafts at ``bucket``: measured there, else the nearest bucket's ratio
+        to its plain step, scaled by this bucket's plain step (None when nothing is known)."""
+        if self._measured(bucket, k):
+            return self.cells[(bucket, k)].time
+        if not self._measured(bucket, 0):
+            return None
+        known = [b for (b, j) in self.cells if j == k and self._measured(b, k) and self._measured(b, 0)]
+        if not known:
+            return None
+        near = min(known, key=lambda b: abs(b.bit_length() - bucket.bit_length()))
+        return self.cells[(bucket, 0)].time * self.cells[(near, k)].time / self.cells[(near, 0)].time
+
+    def _best(self, bucket: int) -> int:
+        if not self._measured(bucket, 0):
+            return 0  # plain steps first: the baseline every other estimate scales from
+        times = {k: self.predicted_time(bucket, k) for k in self.candidates}
+        unknown = [k for k, t in times.items() if t is None]
+        if unknown:
+            return unknown[0]  # never measured anywhere: try it
+        best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k) / times[k])
+        if not self._measured(bucket, best):
+            return best  # predicted from another bucket: measure it here
+        if self.steps % REFRESH == 0:
+            at = self.candidates.index(best)
+            neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
+            return min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
+        return best
+
+    def observe_step(self, batch_size: int, k: int, seconds: float) -> None:
+        """A pure decode step of ``batch_size`` requests with ``k`` drafts took ``seconds``."""
+        cell = self.cells.setdefault((bucket_of(batch_size), k), _Cell())
+        cell.add(seconds * bucket_of(batch_size) / batch_size, self.steps)  # scaled to the bucket's size
+
+    def observe_accept(self, proposed: int, accepted: int) -> None:
+        """One request's verify: ``proposed`` chain positions tried, the first ``accepted`` accepted."""
+        for i in range(min(proposed, accepted + 1, self.max_drafts)):  # positions the walk reached
+            self.reached[i] = self.reached[i] * 0.999 + 1.0
+            self.accepted[i] = self.accepted[i] * 0.999 + (1.0 if i < accepted else 0.0)

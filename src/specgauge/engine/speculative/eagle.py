@@ -1,0 +1,289 @@
+"""The EAGLE-3 head's cached inference path and drafting (chain and tree).
+
+The head (:mod:`specgauge.engine.eagle3`, published layout) has one decoder layer; here it gets
+a paged KV pool of its own — one layer, addressed through the *target's* block tables, so a
+request's draft K/V for position ``t`` lives in the same slot as its target K/V for ``t``.
+
+Per request (``Request.draft_state``, an :class:`EagleState`):
+
+* ``draft_len`` — positions whose draft K/V is cached: the pair (target feature of position t,
+  token t+1) at RoPE position t, for t < ``draft_len``. Rollback is this one number: draft
+  K/V written past it while drafting is scratch and gets overwritten.
+* ``pending`` — target features (3 aux layers, concatenated) of positions ``draft_len`` ..
+  ``num_computed − 1``, recorded after every target forward (prefill chunks, verifies of the
+  accepted path, plain decode steps while speculation is switched off).
+
+A step's drafting starts with one *catch-up* forward over every decoding request's pending
+pairs (ragged: the previous step's accepted tokens + 1, a whole prompt, or every token decoded
+while speculation was off), which leaves ``draft_len == num_computed`` and gives the first draft
+distribution. At most ``CATCH_UP_BUDGET`` pairs run per step, smallest backlogs first: a request
+with a longer backlog catches up over several steps and drafts once it is level. A chain then runs ``k − 1`` one-token steps, each attending to the cached pairs and
+the chain so far. A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's
+scheme: children scored by cumulative draft log-probability) and recomputes the expanded nodes
+each step under a tree mask; the best ``num_draft_tokens − 1`` nodes form the draft tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from specgauge.engine.block_manager import BlockManager
+from specgauge.engine.eagle3 import Eagle3Head
+from specgauge.engine.kv_cache import ForwardBatch, KVCache
+from specgauge.engine.model import apply_rope, paged_attention
+from specgauge.engine.scheduler import Request
+from specgauge.engine.speculative.layout import Segment, layout
+from specgauge.engine.speculative.tree import DraftTree
+
+
+CATCH_UP_BUDGET = 1024  # draft pairs caught up per step at most (across requests)
+
+
+@dataclass
+class EagleState:
+    """The draft head's per-request state (see the module docstring)."""
+
+    draft_len: int = 0
+    pending: list[torch.Tensor] = field(default_factory=list)  # each (T_i, 3H)
+
+    @property
+    def num_pending(self) -> int:
+        return sum(int(f.shape[0]) for f in self.pending)
+
+
+@dataclass
+class _Node:
+    """A tree candidate: target token id, parent candidate (-1: root), cumulative log-prob."""
+
+    token: int
+    parent: int
+    score: float
+    depth: int
+
+
+class Eagle3Drafter:
+    """Drafts with an EAGLE-3 head over the target's features; owns the head's KV pool."""
+
+    def __init__(self, head: Eagle3Head, blocks: BlockManager, device: torch.device, dtype: torch.dtype,
+                 num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> None:
+        self.head = head
+        self.blocks = blocks
+        self.device = device
+        self.num_steps, self.topk = num_steps, topk
+        self.max_drafts = (num_draft_tokens or num_steps + 1) - 1
+        self.is_tree = topk > 1
+        self.catch_up_budget = CATCH_UP_BUDGET
+        cfg = head.config
+        self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
+        self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
+        self.cache = KVCache(1, blocks.num_blocks, blocks.block_size, cfg.num_key_value_heads, cfg.head_size,
+                             dtype, device)
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Plain weight tensors for the step (q/k/v and gate/up fused: fewer, larger matmuls)."""
+        head, mid = self.head, self.head.midlayer
+        attn, mlp = mid.self_attn, mid.mlp
+        with torch.no_grad():
+            self._qkv_w = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach()
+            self._gate_up_w = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
+        self._split = (attn.num_heads, attn.num_kv_heads, attn.head_dim)
+        self._norms = (mid.input_layernorm, mid.hidden_norm, mid.post_attention_layernorm, head.norm)
+        self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # (P, D) cos/sin tables, grown on demand
+
+    def _cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin (N, D) of ``positions`` (N,) from tables (a step computes no sin/cos)."""
+        needed = int(positions.max()) + 1
+        if self._rope is None or self._rope[0].shape[0] < needed:
+            self._rope = self.head.rope(torch.arange(max(needed, 4096), device=self.device))
+        cos, sin = self._rope
+        return cos.index_select(0, positions), sin.index_select(0, positions)
+
+    def slots_needed(self, k: int) -> int:
+        """KV slots past the pending token for ``k`` drafts (a tree also needs scratch nodes)."""
+        if k <= 0:
+            return 0
+        return max(self.max_drafts, (self.num_steps - 1) * self.topk) if self.is_tree else k
+
+    # -- target features -----------------------------------------------------------------
+    def features(self, aux: list[torch.Tensor]) -> torch.Tensor:
+        """The target forward's aux outputs (each (N, H), for ``aux_layers``) → (N, 3H) in the head's order."""
+        return torch.cat([aux[j] for j in self._aux_order], dim=-1)
+
+    def observe(self, request: Request, features: torch.Tensor) -> None:
+        """Record target features (T, 3H) of the next positions whose K/V the target kept."""
+        state = request.draft_state
+        if not isinstance(state, EagleState):
+            state = request.draft_state = EagleState()
+        state.pending.append(features)
+
+    # -- the head's cached forward -----------------------------------------------------------
+    def forward(self, batch: ForwardBatch, features: torch.Tensor, fused: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """One pass of the head over ``batch`` against its KV pool (writing the new K/V).
+
+        ``features`` (N, 3H) target features (``fused=False``: fc applies) or (N, h) features
+        the head produced itself. Returns its output features (N, h) and draft logits
+        (M, draft_vocab) for ``batch.logit_indices``.
+        """
+        head = self.head
+        n_q, n_kv, d = self._split
+        in_norm, hidden_norm, post_norm, final_norm = self._norms
+        feat = features if fused else head.fuse(features)  # (N, h)
+        x = torch.cat([in_norm(head.embed(batch.input_ids)), hidden_norm(feat)], dim=-1)  # (N, 2h)
+        n = x.shape[0]
+        qkv = F.linear(x, self._qkv_w)  # (N, (Hq + 2 Hkv) D)
+        cos, sin = self._cos_sin(batch.positions)  # (N, D)
+        qk = apply_rope(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos.unsqueeze(1), sin.unsqueeze(1))
+        q, k = qk[:, :n_q].contiguous(), qk[:, n_q:].contiguous()  # (N, Hq, D), (N, Hkv, D)
+        v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
+        out = paged_attention(q, k, v, self.cache.k[0], self.cache.v[0], batch, self.cache.block_size,
+                              torch.float32)  # (N, Hq*D)
+        hidden = feat + F.linear(out.to(feat.dtype), head.midlayer.self_attn.o_proj.weight)  # (N, h)
+        gate, up = F.linear(post_norm(hidden), self._gate_up_w).chunk(2, -1)  # (N, I) each
+        hidden = hidden + F.linear(F.silu(gate) * up, head.midlayer.mlp.down_proj.weight)  # (N, h)
+        last = hidden.index_select(0, batch.logit_indices)  # (M, h)
+        return hidden, F.linear(final_norm(last), head.lm_head.weight)  # (M, draft_vocab)
+
+    # -- drafting --------------------------------------------------------------------------
+    def propose(self, requests: list[Request], ks: list[int]) -> list[DraftTree]:
+        """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none)."""
+        trees = [DraftTree.chain(())] * len(requests)
+        active = [i for i, k in enumerate(ks) if k > 0]
+        # Catch-up forward: every decoding request's pending pairs (also those not drafting now).
+        roots = self._catch_up(requests)
+        active = [i for i in active if i in roots]
+        if not active:
+            return trees
+        if self.is_tree:
+            for i, tree in zip(active, self._tree([requests[i] for i in active], [roots[i] for i in active])):
+                trees[i] = tree
+        else:
+            for i, tree in zip(active, self._chain([requests[i] for i in active], [roots[i] for i in active],
+                                                   [ks[i] for i in active])):
+                trees[i] = tree
+        return trees
+
+    def _catch_up(self, requests: list[Request]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+        """Run pending pairs, at most ``catch_up_budget`` of them per step (smallest backlogs
+        first, so a long backlog — a prompt, or an off period under load — is spread over steps
+        instead of stalling one). Returns, for each request caught up completely, its last pair's
+        (feature (h,), logits (Vd,)); a request still behind drafts nothing this step."""
+        segments, feats, index, complete = [], [], [], []
+        budget = self.catch_up_budget
+        candidates = [(i, r) for i, r in enumerate(requests) if isinstance(r.draft_state, EagleState)
+                      and r.draft_state.pending]
+        for i, request in sorted(candidates, key=lambda item: item[1].draft_state.num_pending):
+            if budget <= 0:
+                break
+            state = request.draft_state
+            pending = torch.cat(state.pending) if len(state.pending) > 1 else state.pending[0]  # (P, 3H)
+            take = min(int(pending.shape[0]), budget)
+            tokens = request.token_ids(state.draft_len + 1, state.draft_len + 1 + take)
+            if len(tokens) < take:  # cannot happen while the invariant holds; skip drafting then
+                continue
+            budget -= take
+            segments.append(Segment(request.request_id, state.draft_len, tokens, [take - 1]))
+            feats.append(pending[:take])
+            state.pending = [pending[take:]] if take < pending.shape[0] else []
+            index.append(i)
+            complete.append(take == pending.shape[0])
+        if not segments:
+            return {}
+        batch = layout(segments, self.blocks, self.device)
+        flat = torch.cat([feats[j] for j in sorted(range(len(segments)), key=lambda j: len(segments[j].tokens))])
+        hidden, logits = self.forward(batch, flat, fused=False)
+        out = {}
+        for seg, i, done in zip(segments, index, complete):
+            requests[i].draft_state.draft_len += len(seg.tokens)
+            if done:
+                out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
+        return out
+
+    def _chain(self, requests: list[Request], roots: list, ks: list[int]) -> list[DraftTree]:
+        """k − 1 one-token steps after the catch-up: greedy draft tokens."""
+        first = self.head.draft_to_target(torch.stack([logits for _, logits in roots]).argmax(-1)).tolist()
+        drafts = [[token] for token in first]
+        features = [feature for feature, _ in roots]
+        for step in range(1, max(ks)):
+            live = [i for i, k in enumerate(ks) if k > step]
+            if not live:
+                break
+            segments = [Segment(requests[i].request_id, requests[i].draft_state.draft_len + step - 1,
+                                [drafts[i][-1]], [0]) for i in live]
+            batch = layout(segments, self.blocks, self.device)
+            order = sorted(range(len(live)), key=lambda j: len(segments[j].tokens))  # stable: all length 1
+            hidden, logits = self.forward(batch, torch.stack([features[live[j]] for j in order]), fused=True)
+            picked = self.head.draft_to_target(logits.argmax(-1)).tolist()
+            for j, i in enumerate(live):
+                seg = segments[j]
+                drafts[i].append(picked[seg.logit_offset])
+                features[i] = hidden[seg.offset]
+        return [DraftTree.chain(d[:k]) for d, k in zip(drafts, ks)]
+
+    def _tree(self, requests: list[Request], roots: list) -> list[DraftTree]:
+        """Top-k expansion for ``num_steps`` depths, then the best ``max_drafts`` nodes."""
+        k = self.topk
+        nodes: list[list[_Node]] = [[] for _ in requests]
+        expanded: list[list[int]] = [[] for _ in requests]  # candidate ids whose outputs are computed
+        frontier_logits = [logits.unsqueeze(0) for _, logits in roots]  # per request (F, Vd)
+        frontier_ids: list[list[int]] = [[-1] for _ in requests]
+        parent_feature: dict[tuple[int, int], torch.Tensor] = {(r, -1): roots[r][0] for r in range(len(requests))}
+        for step in range(self.num_steps):
+            for r in range(len(requests)):
+                logp = torch.log_softmax(frontier_logits[r].float(), dim=-1)  # (F, Vd)
+                top_p, top_i = logp.topk(k, dim=-1)  # (F, k)
+                children = []
+                for f, parent in enumerate(frontier_ids[r]):
+                    base = nodes[r][parent].score if parent >= 0 else 0.0
+                    depth = nodes[r][parent].depth + 1 if parent >= 0 else 1
+                    tokens = self.head.draft_to_target(top_i[f]).tolist()
+                    for token, lp in zip(tokens, top_p[f].tolist()):
+                        nodes[r].append(_Node(token, parent, base + lp, depth))
+                        children.append(len(nodes[r]) - 1)
+                best = sorted(children, key=lambda c: -nodes[r][c].score)[:k]
+                frontier_ids[r] = best
+                expanded[r].extend(best)
+            if step == self.num_steps - 1:
+                break
+            # Recompute every expanded node (tree mask over them) to get the new frontier's outputs.
+            segments, feats = [], []
+            for r, request in enumerate(requests):
+                ids = expanded[r]
+                pos = {c: j for j, c in enumerate(ids)}
+                mask = [[False] * len(ids) for _ in ids]
+                for j, c in enumerate(ids):
+                    a = c
+                    while a >= 0:
+                        mask[j][pos[a]] = True
+                        a = nodes[r][a].parent
+                segments.append(Segment(request.request_id, request.draft_state.draft_len,
+                                        [nodes[r][c].token for c in ids],
+                                        [pos[c] for c in frontier_ids[r]], mask,
+                                        [nodes[r][c].depth - 1 for c in ids]))
+                feats.append(torch.stack([parent_feature[(r, nodes[r][c].parent)] for c in ids]))
+            batch = layout(segments, self.blocks, self.device)
+            order = sorted(range(len(segments)), key=lambda j: len(segments[j].tokens))
+            hidden, logits = self.forward(batch, torch.cat([feats[j] for j in order]), fused=True)
+            for r, seg in enumerate(segments):
+                rows = seg.logit_rows
+                frontier_logits[r] = logits[seg.logit_offset:seg.logit_offset + len(rows)]
+                for c, row in zip(frontier_ids[r], rows):
+                    parent_feature[(r, c)] = hidden[seg.offset + row]
+        return [self._select(n) for n in nodes]
+
+    def _select(self, nodes: list[_Node]) -> DraftTree:
+        """The best ``max_drafts`` candidates by score whose parents are chosen too, in
+        topological order (depth, then score)."""
+        chosen: set[int] = set()
+        for c in sorted(range(len(nodes)), key=lambda c: (-nodes[c].score, nodes[c].depth)):
+            if len(chosen) == self.max_drafts:
+                break
+            if nodes[c].parent == -1 or nodes[c].parent in chosen:
+                chosen.add(c)
+        ordered = sorted(chosen, key=lambda c: (nodes[c].depth, -nodes[c].score))
+        where = {c: j for j, c in enumerate(ordered)}
+        return DraftTree(tuple(nodes[c].token for c in ordered),
+                         tuple(where[nodes[c].parent] if nodes[c].parent >= 0 else -1 for c in ordered))

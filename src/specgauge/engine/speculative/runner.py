@@ -1,0 +1,178 @@
+"""The speculative step: draft → verify in one target forward → accept → roll back.
+
+:class:`SpeculativeRunner` replaces :meth:`ModelRunner.run`. For every decoding request (one
+pending token, with ``lookahead`` slots reserved by the scheduler) the drafter proposes a chain
+or tree; the target runs root + drafts — beside the step's prefill chunks — in one
+``forward_cached`` with a tree mask where needed; each request accepts a ragged number of
+tokens; a tree's accepted path is compacted in the target's KV (``KVCache.copy_slots``); and the
+returned :class:`SeqOutput` (tokens, ``num_kv_kept = 1 + accepted``) lets ``postprocess`` set
+``num_computed`` and free the blocks past it. The drafter is told the target features of the
+kept positions (EAGLE-3 needs them; the n-gram drafter ignores them).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from specgauge.engine.model_runner import ModelRunner
+from specgauge.engine.sampling import make_generator, probabilities, sample
+from specgauge.engine.scheduler import RequestUpdate, ScheduledBatch, ScheduledSeq, SeqOutput
+from specgauge.engine.speculative.layout import Segment, layout
+from specgauge.engine.speculative.stats import SpecStats
+from specgauge.engine.speculative.tree import DraftTree
+from specgauge.engine.speculative.verify import Verdict, accept_greedy, accept_sampled
+
+
+def is_decode(seq: ScheduledSeq) -> bool:
+    """A decode step: one pending token that is the request's last output (not a prompt's tail)."""
+    return seq.num_new == 1 and seq.samples and bool(seq.request.output_ids)
+
+
+@dataclass
+class StepReport:
+    """What one speculative step did, for metrics and the controller."""
+
+    k: int = 0
+    draft_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    decoding: int = 0            # decoding requests in the step
+    pure_decode: bool = True     # no prefill chunk in the step
+    verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)  # request id → (proposed, accepted)
+
+
+class SpeculativeRunner(ModelRunner):
+    """A :class:`ModelRunner` whose decode steps draft and verify (see the module docstring)."""
+
+    def __init__(self, model, cache, blocks, drafter) -> None:
+        super().__init__(model, cache, blocks)
+        self.drafter = drafter
+        self.k = 0  # drafts per decoding request this step (set by the engine's controller)
+        self.last = StepReport()
+
+    def drafts_allowed(self, seq: ScheduledSeq, k: int) -> int:
+        """Drafts this sequence may get: 0 unless it is decoding with its slots reserved; never
+        more than the tokens ``max_tokens`` still allows after the one every step emits."""
+        request = seq.request
+        if k <= 0 or seq.num_new != 1 or not seq.samples:
+            return 0
+        if self.blocks.num_tokens(request.request_id) < seq.start + 1 + self.drafter.slots_needed(k):
+            return 0
+        left = request.params.max_tokens - len(request.output_ids) - 1
+        if self.drafter.is_tree:
+            return k if left >= self.drafter.num_steps else 0
+        return max(0, min(k, left))
+
+    @torch.inference_mode()
+    def run(self, batch: ScheduledBatch) -> list[SeqOutput]:
+        """Draft, verify, accept for the batch; prefill chunks ride along in the same forward."""
+        report = StepReport(k=self.k)
+        start = time.perf_counter()
+        decode = [(seq, self.drafts_allowed(seq, self.k)) for seq in batch.seqs if is_decode(seq)]
+        report.decoding = len(decode)
+        report.pure_decode = len(decode) == len(batch.seqs)
+        trees: dict[int, DraftTree] = {}
+        # While speculation is off (k = 0) the drafter does nothing: EAGLE-3's pending features
+        # pile up and its next catch-up forward covers every token decoded meanwhile.
+        if decode and self.k > 0:
+            proposed = self.drafter.propose([s.request for s, _ in decode], [k for _, k in decode])
+            trees = {id(seq): tree for (seq, _), tree in zip(decode, proposed)}
+        report.draft_seconds = time.perf_counter() - start
+
+        segments = []
+        for seq in batch.seqs:
+            tree = trees.get(id(seq))
+            tokens = seq.request.token_ids(seq.start, seq.start + seq.num_new)
+            if tree:
+                mask = None if tree.is_chain else tree.ancestor_mask()
+                depths = None if tree.is_chain else tree.node_depths()
+                segments.append(Segment(seq.request.request_id, seq.start, tokens + list(tree.tokens),
+                                        list(range(len(tree) + 1)), mask, depths))
+            else:
+                segments.append(Segment(seq.request.request_id, seq.start, tokens,
+                                        [seq.num_new - 1] if seq.samples else []))
+        forward_batch = layout(segments, self.blocks, self.device, self.model.attention_dtype)
+        logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
+        features = self.drafter.features(aux) if aux else None  # (N, 3H)
+        verdicts = self._accept(batch.seqs, segments, trees, logits)
+
+        outputs = []
+        for seq, seg in zip(batch.seqs, segments):
+            verdict = verdicts[id(seq)]
+            tree = trees.get(id(seq))
+            if tree:
+                kept_rows = [0, *verdict.accepted_nodes]
+                self._compact(seq, kept_rows)
+                report.verdicts[seq.request.request_id] = (len(tree), verdict.num_accepted)
+                outputs.append(SeqOutput(list(verdict.tokens), 1 + verdict.num_accepted))
+            else:
+                kept_rows = list(range(seq.num_new))
+                if is_decode(seq):
+                    report.verdicts[seq.request.request_id] = (0, 0)
+                outputs.append(SeqOutput(list(verdict.tokens), seq.num_new))
+            if features is not None:
+                rows = torch.tensor([seg.offset + r for r in kept_rows], device=self.device)
+                self.drafter.observe(seq.request, features.index_select(0, rows))
+        report.verify_seconds = time.perf_counter() - start - report.draft_seconds
+        self.last = report
+        return outputs
+
+    def _accept(self, seqs: list[ScheduledSeq], segments: list[Segment], trees: dict[int, DraftTree],
+                logits: torch.Tensor) -> dict[int, Verdict]:
+        """Greedy or rejection-sampling acceptance per sequence; plain sequences sample one token."""
+        verdicts: dict[int, Verdict] = {}
+        argmax = logits.argmax(-1).tolist()  # (M,)
+        plain = [(seq, seg) for seq, seg in zip(seqs, segments) if not trees.get(id(seq)) and seg.logit_rows]
+        if plain:
+            for seq, _ in plain:
+                if seq.request.generator is None and not seq.request.params.greedy:
+                    seq.request.generator = make_generator(seq.request.params, self.device)
+            rows = torch.tensor([seg.logit_offset for _, seg in plain], device=self.device)
+            picked = sample(logits.index_select(0, rows), [s.request.params for s, _ in plain],
+                            [s.request.generator for s, _ in plain])
+            for (seq, _), token in zip(plain, picked):
+                verdicts[id(seq)] = Verdict((), (token,), bonus=False)
+        for seq, seg in zip(seqs, segments):
+            tree = trees.get(id(seq))
+            if not tree:
+                verdicts.setdefault(id(seq), Verdict((), (), bonus=False))
+                continue
+            request = seq.request
+            rows = slice(seg.logit_offset, seg.logit_offset + len(tree) + 1)
+            if request.params.greedy:
+                verdicts[id(seq)] = accept_greedy(tree, argmax[rows])
+            else:
+                if request.generator is None:
+                    request.generator = make_generator(request.params, self.device)
+                probs = probabilities(logits[rows], [request.params] * (len(tree) + 1))  # (1+M, V)
+                verdicts[id(seq)] = accept_sampled(tree, probs, request.generator)
+        return verdicts
+
+    def _compact(self, seq: ScheduledSeq, kept_rows: list[int]) -> None:
+        """Move the accepted path's K/V (verify rows ``kept_rows``) to consecutive positions."""
+        if kept_rows == list(range(len(kept_rows))):
+            return  # a chain prefix: already in place
+        rid = seq.request.request_id
+        src = [self.blocks.slot(rid, seq.start + r) for r in kept_rows]
+        dst = [self.blocks.slot(rid, seq.start + i) for i in range(len(kept_rows))]
+        self.cache.copy_slots(torch.tensor(src, device=self.device), torch.tensor(dst, device=self.device))
+
+    def record(self, updates: list[RequestUpdate]) -> list[tuple[int, int, int]]:
+        """After ``postprocess``: count each verify against the tokens its request was given.
+
+        Returns (proposed, accepted-and-emitted, accepted by the target) per verify, for the
+        server's counters."""
+        counted = []
+        by_id = {u.request.request_id: u for u in updates}
+        for request_id, (proposed, accepted) in self.last.verdicts.items():
+            update = by_id.get(request_id)
+            if update is None:
+                continue
+            request = update.request
+            if request.spec_stats is None:
+                request.spec_stats = SpecStats()
+            correct = request.spec_stats.record(proposed, accepted, len(update.new_token_ids))
+            counted.append((proposed, correct, accepted))
+        return counted

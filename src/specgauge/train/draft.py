@@ -1,0 +1,281 @@
+"""Train the EAGLE-3 draft head on the target's regenerated responses with training-time test.
+
+The target is frozen; each batch row is a weighted choice of source (``weights``) and a random
+regenerated conversation of it, whole (positions from 0, as the engine serves it), right-padded
+to the longest row; the loss is on the regenerated responses only. The target's features
+and logits are computed on the fly (SpecForge's "online" mode). Resumable like the target
+trainer: ``run_dir/draft_checkpoint.pt`` holds the head, optimizer, state and the batch
+generator; the loop, the time budget and the learning-rate schedule (warm-up then cosine over
+max(step / max_steps, seconds / budget)) are the target trainer's.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from specgauge.engine.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
+from specgauge.engine.model import LlamaForCausalLM
+from specgauge.train.dataset import iter_samples
+from specgauge.train.target import Trainer, _atomic_save, lr_at
+from specgauge.train.ttt import acceptance_estimate, unrolled_loss
+
+
+@dataclass(frozen=True)
+class DraftTrainConfig:
+    """Optimisation and head settings; validated here, at the edge."""
+
+    max_len: int = 512  # samples are cut to this many tokens
+    batch_size: int = 8
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 40
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    max_steps: int = 100_000
+    minutes: float | None = None
+    ttt_steps: int = 4
+    step_decay: float = 0.8
+    feed: str = "draft"
+    draft_vocab_size: int = 2048
+    bf16: bool = True
+    seed: int = 0
+    threads: int = 2
+    eval_every: int = 100
+    eval_samples: int = 48
+    checkpoint_minutes: float = 3.0
+    weights: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.ttt_steps < 3:
+            raise ValueError("ttt_steps must be ≥ 3 (training-time test unrolls at least three steps)")
+        if self.feed not in ("draft", "target"):
+            raise ValueError("feed must be 'draft' or 'target'")
+        for name in ("max_len", "batch_size", "max_steps", "eval_every", "eval_samples", "draft_vocab_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.minutes is not None and self.minutes <= 0:
+            raise ValueError("minutes must be positive")
+        if not 0 < self.step_decay <= 1:
+            raise ValueError("step_decay must be in (0, 1]")
+
+
+@dataclass
+class Conversations:
+    """One source's regenerated samples, each ``(input_ids (T,), response_mask (T,) bool)``."""
+
+    name: str
+    samples: list[tuple[torch.Tensor, torch.Tensor]]
+
+    @classmethod
+    def load(cls, folder: Path, name: str, max_len: int) -> "Conversations":
+        """Read ``folder/shard-*.jsonl``, cutting samples to ``max_len`` tokens."""
+        samples = [(torch.tensor(ids[:max_len], dtype=torch.long), torch.tensor(mask[:max_len], dtype=torch.bool))
+                   for ids, mask in iter_samples(folder)]
+        return cls(name, [s for s in samples if s[1].any()])
+
+    def response_tokens(self) -> torch.Tensor:
+        """All response tokens (N,)."""
+        return torch.cat([ids[mask] for ids, mask in self.samples]) if self.samples else torch.zeros(0, dtype=torch.long)
+
+
+def pad_batch(samples: list[tuple[torch.Tensor, torch.Tensor]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad samples to the longest: ids (B, T) and response mask (B, T), False on padding."""
+    length = max(ids.numel() for ids, _ in samples)
+    ids = torch.full((len(samples), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(samples), length), dtype=torch.bool)
+    for row, (sample_ids, sample_mask) in enumerate(samples):
+        ids[row, :sample_ids.numel()] = sample_ids
+        mask[row, :sample_mask.numel()] = sample_mask
+    return ids, mask
+
+
+class MixBatches:
+    """Each batch row picks a source by ``weights`` and one of its samples at random; the
+    generator's state goes into checkpoints, so a resumed run draws the same batches."""
+
+    def __init__(self, sources: dict[str, Conversations], batch_size: int, seed: int, weights: dict[str, float],
+                 pad_id: int) -> None:
+        self.sources = [sources[name] for name in sorted(sources) if sources[name].samples]
+        if not self.sources:
+            raise ValueError("no regenerated training samples")
+        raw = torch.tensor([float(weights.get(s.name, 1.0)) for s in self.sources])
+        self.weights = raw / raw.sum()
+        self.batch_size, self.pad_id = batch_size, pad_id
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids (B, T) and response mask (B, T)."""
+        picks = torch.multinomial(self.weights, self.batch_size, replacement=True, generator=self.generator)
+        rows = []
+        for pick in picks.tolist():
+            source = self.sources[pick]
+            rows.append(source.samples[int(torch.randint(0, len(source.samples), (1,), generator=self.generator))])
+        return pad_batch(rows, self.pad_id)
+
+    def state(self) -> torch.Tensor:
+        return self.generator.get_state()
+
+    def restore(self, state: torch.Tensor) -> None:
+        self.generator.set_state(state)
+
+
+def token_counts(sources: dict[str, Conversations], vocab_size: int, weights: dict[str, float]) -> torch.Tensor:
+    """Frequency (V,) of response tokens in the training mix: each source's counts scaled by its
+    weight over its response-token total, so the draft vocabulary follows the mix."""
+    counts = torch.zeros(vocab_size, dtype=torch.float64)
+    for name, source in sources.items():
+        weight = float(weights.get(name, 1.0))
+        tokens = source.response_tokens()
+        if weight <= 0 or tokens.numel() == 0:
+            continue
+        counts += torch.bincount(tokens, minlength=vocab_size).double() * (weight / tokens.numel())
+    return counts
+
+
+@dataclass
+class DraftState:
+    """What a checkpoint restores besides weights."""
+
+    step: int = 0
+    trained_seconds: float = 0.0
+    history: list = field(default_factory=list)
+
+
+class DraftTrainer(Trainer):
+    """One head-training run in ``run_dir``. ``run()``, ``progress()`` and ``request_stop()`` are
+    the target trainer's (the same loop, budget, signals and checkpoint cadence); this class
+    supplies the head, its batches, its step, its evaluation and its checkpoint contents."""
+
+    def __init__(self, target: LlamaForCausalLM, train_sources: dict[str, Conversations],
+                 val_sources: dict[str, Conversations], run_dir: Path, config: DraftTrainConfig,
+                 aux_layers: tuple[int, ...] | None = None, eos_ids: tuple[int, ...] = (), pad_id: int = 0) -> None:
+        self.run_dir, self.config = Path(run_dir), config
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        torch.set_num_threads(config.threads)
+        self.target = target.eval().requires_grad_(False)
+        self.head = Eagle3Head(Eagle3Config.for_target(target.config, config.draft_vocab_size, aux_layers))
+        self.head.share_embeddings(target)
+        self.model = self.head  # what the inherited loop puts in train mode
+        counts = token_counts(train_sources, target.config.vocab_size, config.weights)
+        self.head.set_vocab_map(*build_vocab_map(counts, config.draft_vocab_size, always=eos_ids))
+        held_out = token_counts(val_sources, target.config.vocab_size, config.weights)
+        # Share of held-out response tokens (weighted like the mix) that the draft vocabulary can produce.
+        self.vocab_coverage = float(held_out[self.head.t2d].sum() / held_out.sum().clamp(min=1e-12))
+        self._init_weights()
+        params = self.head.trainable_parameters()
+        decay = [p for p in params if p.dim() >= 2]
+        no_decay = [p for p in params if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                            {"params": no_decay, "weight_decay": 0.0}],
+                                           lr=config.lr, betas=(0.9, 0.95), eps=1e-8)
+        used = {k: v for k, v in train_sources.items() if float(config.weights.get(k, 1.0)) > 0}
+        self.train_sources, self.val_sources, self.pad_id = used, val_sources, pad_id
+        self.batches = MixBatches(used, config.batch_size, config.seed, config.weights, pad_id)
+        self.state = DraftState()
+        self.last_step_accuracy: list[float] = []
+        self._stop = False
+
+    def _init_weights(self) -> None:
+        """N(0, 0.02) matrices; lm_head rows and ``norm`` start as the target's (tied) output
+        head restricted to the draft vocabulary — the head's feature lives in the target's space."""
+        for name, param in self.head.named_parameters():
+            if param.dim() >= 2 and name != "embed_tokens.weight":
+                torch.nn.init.normal_(param, mean=0.0, std=0.02)
+        with torch.no_grad():
+            ids = self.head.draft_to_target(torch.arange(self.config.draft_vocab_size))
+            self.head.lm_head.weight.copy_(self.target.lm_head.weight[ids])
+            self.head.norm.weight.copy_(self.target.model.norm.weight)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.run_dir / "draft_checkpoint.pt"
+
+    def head_state(self) -> dict:
+        return {k: v for k, v in self.head.state_dict().items() if k != "embed_tokens.weight"}
+
+    def save_checkpoint(self) -> None:
+        """Write ``draft_checkpoint.pt`` atomically (head, optimizer, state, batch generator)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_save({"head": self.head_state(), "optimizer": self.optimizer.state_dict(), "state": asdict(self.state),
+                      "batches": self.batches.state(), "torch_rng": torch.get_rng_state(),
+                      "head_config": self.head.config.to_dict(), "config": asdict(self.config)}, self.checkpoint_path)
+
+    def load_checkpoint(self) -> None:
+        """Restore what ``save_checkpoint`` wrote; the run continues at the saved step."""
+        saved = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
+        if saved["head_config"] != self.head.config.to_dict():
+            raise ValueError(f"checkpoint {self.checkpoint_path} is for another head shape or target")
+        self.head.load_state_dict(saved["head"], strict=False)
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.state = DraftState(**saved["state"])
+        self.batches.restore(saved["batches"])
+        torch.set_rng_state(saved["torch_rng"])
+
+    # -- one batch -------------------------------------------------------------------------------
+    def batch_loss(self, window: torch.Tensor, response_mask: torch.Tensor):
+        """TTT loss and stats of windows (B, T) with their response mask (B, T)."""
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.config.bf16):
+            with torch.no_grad():
+                logits, aux = target_features(self.target, window, self.head.config.aux_layers)  # (B,T,V), (B,T,3H)
+            return unrolled_loss(self.head, window, aux.float(), logits.float(), response_mask,
+                                 self.config.ttt_steps, self.config.step_decay, self.config.feed)
+
+    def train_step(self) -> float:
+        """One optimizer step; returns the weighted loss (the batch's per-step accuracies go to
+        ``last_step_accuracy``)."""
+        window, response = self.batches.next()  # (B, T) each
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr_at(self.state.step, self.progress(), self.config)
+        self.head.train()
+        loss, stats = self.batch_loss(window, response)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.head.trainable_parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        self.state.step += 1
+        self.last_step_accuracy = (stats.correct / stats.counts.clamp(min=1)).tolist()
+        return loss.item()
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, dict]:
+        """Per source: per-step accuracy (each step on its own fed-back features and tokens), the
+        rate of all-right prefixes, the chain's expected tokens per verify, and the mean step loss."""
+        self.head.eval()
+        report = {}
+        for name, source in self.val_sources.items():
+            correct = prefix = counts = None
+            losses = []
+            samples = source.samples[:self.config.eval_samples]
+            for offset in range(0, len(samples), 4):
+                window, response = pad_batch(samples[offset:offset + 4], self.pad_id)  # (b, T) each
+                _, stats = self.batch_loss(window, response)
+                correct = stats.correct if correct is None else correct + stats.correct
+                prefix = stats.prefix_correct if prefix is None else prefix + stats.prefix_correct
+                counts = stats.counts if counts is None else counts + stats.counts
+                losses.append(stats.losses)
+            if counts is None:
+                continue
+            prefix_rates = (prefix / counts.clamp(min=1)).tolist()
+            report[name] = {
+                "step_accuracy": [round(x, 4) for x in (correct / counts.clamp(min=1)).tolist()],
+                "prefix_accuracy": [round(x, 4) for x in prefix_rates],
+                "expected_accept_length": round(acceptance_estimate(prefix_rates), 3),
+                "step_loss": [round(sum(col) / len(col), 4) for col in zip(*losses)],
+                "scored_tokens": int(counts[0]),
+            }
+        self.head.train()
+        self.state.history.append({"step": self.state.step, "trained_seconds": round(self.state.trained_seconds, 1),
+                                   "val": report})
+        return report
+
+
+def load_regenerated(folder: Path, sources: tuple[str, ...], split: str, max_len: int) -> dict[str, Conversations]:
+    """``{source: Conversations}`` of a regenerated split (``folder/<split>/<source>``)."""
+    return {name: Conversations.load(Path(folder) / split / name, name, max_len) for name in sources
+            if (Path(folder) / split / name / "shard-00000.jsonl").is_file()}

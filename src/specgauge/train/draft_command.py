@@ -1,0 +1,106 @@
+"""``specgauge train draft``: train the EAGLE-3 draft head (heavy imports inside the body)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from specgauge.errors import UserError, require_extra
+
+def parse_mix(text: str | None) -> dict[str, float]:
+    """``code_stdlib=0.5,agentic_tools=0.4`` → a weight for every source (sources left out get 0);
+    unknown sources, bad numbers and an all-zero mix are UserErrors."""
+    from specgauge.train.commands import _parse_weights
+    from specgauge.train.corpus import SOURCES
+
+    weights = _parse_weights(text)
+    if not weights:
+        return {}
+    if not any(w > 0 for w in weights.values()):
+        raise UserError("--weights: at least one source needs a positive weight")
+    return {source: weights.get(source, 0.0) for source in SOURCES}
+
+
+@click.command("draft")
+@click.option("--target", "target_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Target model directory (HF layout with tokenizer); default: the shipped target.")
+@click.option("--corpus", "corpus_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Tokenized corpus (DIR/<split>/<source>/shard-*.jsonl).")
+@click.option("--run-dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Regenerated data and checkpoints go here.")
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the trained head here (config.json, model.safetensors, TRAINING.md, SHA256SUMS).")
+@click.option("--resume", is_flag=True, help="Continue from RUN_DIR/draft_checkpoint.pt.")
+@click.option("--weights", default="code_stdlib=0.5,agentic_tools=0.4,prose_docs=0.1", show_default=True,
+              help="Training mix: source=weight, comma separated (sources left out get 0).")
+@click.option("--minutes", type=float, default=None, help="Training-time budget (the cosine decay ends with it).")
+@click.option("--max-steps", type=click.IntRange(min=1), default=100_000, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--max-len", type=click.IntRange(min=8), default=512, show_default=True, help="Samples are cut to this many tokens.")
+@click.option("--lr", type=float, default=2e-3, show_default=True)
+@click.option("--warmup-steps", type=click.IntRange(min=1), default=40, show_default=True)
+@click.option("--ttt-steps", type=click.IntRange(min=3), default=4, show_default=True, help="Unrolled training-time-test steps.")
+@click.option("--feed", type=click.Choice(["draft", "target"]), default="draft", show_default=True,
+              help="Token fed to unrolled steps: the head's own argmax, or the sequence's token (SpecForge).")
+@click.option("--draft-vocab-size", type=click.IntRange(min=1), default=2048, show_default=True)
+@click.option("--regen-samples", type=click.IntRange(min=1), default=400, show_default=True,
+              help="Prompts regenerated per training source (scaled by its weight).")
+@click.option("--regen-validation-samples", type=click.IntRange(min=1), default=48, show_default=True)
+@click.option("--max-prompt-tokens", type=click.IntRange(min=2), default=320, show_default=True)
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=160, show_default=True)
+@click.option("--temperature", type=float, default=0.0, show_default=True, help="0: greedy regeneration.")
+@click.option("--max-running", type=click.IntRange(min=1), default=96, show_default=True, help="Regeneration batch.")
+@click.option("--eval-every", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--eval-samples", type=click.IntRange(min=1), default=48, show_default=True, help="Validation samples per source.")
+@click.option("--bf16/--fp32", default=True, show_default=True, help="bf16 autocast on CPU while training.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
+def draft_command(target_dir: Path | None, corpus_dir: Path, run_dir: Path, output: Path | None, resume: bool, weights: str,
+                  minutes: float | None, max_steps: int, batch_size: int, max_len: int, lr: float, warmup_steps: int,
+                  ttt_steps: int, feed: str, draft_vocab_size: int, regen_samples: int, regen_validation_samples: int,
+                  max_prompt_tokens: int, max_new_tokens: int, temperature: float, max_running: int, eval_every: int,
+                  eval_samples: int, bf16: bool, seed: int, threads: int) -> None:
+    """Train the EAGLE-3 draft head: regenerate responses with the target, then training-time test."""
+    require_extra("engine", "torch", "tokenizers", "safetensors")
+    mix = parse_mix(weights)
+    if target_dir is None:
+        from specgauge.train.assets import shipped_target_dir
+
+        target_dir = shipped_target_dir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        if not (target_dir / name).is_file():
+            raise UserError(f"--target: no {name} in {target_dir}")
+    from specgauge.train.corpus import SOURCES
+
+    for source in SOURCES:
+        if not (corpus_dir / "train" / source).is_dir() or not (corpus_dir / "validation" / source).is_dir():
+            raise UserError(f"--corpus: {corpus_dir} has no train/{source} and validation/{source} "
+                            "(build it with `specgauge train corpus --tokenizer ...`)")
+    import json
+
+    context = json.loads((target_dir / "config.json").read_text()).get("max_position_embeddings", 2048)
+    if max_prompt_tokens + max_new_tokens > context:
+        raise UserError(f"--max-prompt-tokens {max_prompt_tokens} + --max-new-tokens {max_new_tokens} exceed the "
+                        f"target's context of {context} tokens")
+    if resume and not (run_dir / "draft_checkpoint.pt").is_file():
+        raise UserError(f"--resume: no draft_checkpoint.pt in {run_dir}")
+    from specgauge.train.draft import DraftTrainConfig
+    from specgauge.train.draft_run import DraftRun, command_line, run_draft_training
+    from specgauge.train.regenerate import RegenerateConfig
+
+    try:
+        regen = RegenerateConfig(samples_per_source=regen_samples, max_prompt_tokens=max_prompt_tokens,
+                                 max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                                 max_running=max_running, threads=threads)
+        train = DraftTrainConfig(max_len=max_len, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps,
+                                 max_steps=max_steps, minutes=minutes, ttt_steps=ttt_steps, feed=feed,
+                                 draft_vocab_size=draft_vocab_size, bf16=bf16, seed=seed, threads=threads,
+                                 eval_every=eval_every, eval_samples=eval_samples, weights=mix)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    args = sys.argv[sys.argv.index("draft") + 1:] if "draft" in sys.argv else []
+    run_draft_training(DraftRun(target_dir=target_dir, corpus_dir=corpus_dir, run_dir=run_dir, output=output,
+                                regenerate=regen, validation_samples=regen_validation_samples, train=train,
+                                resume=resume, command=command_line(args)))

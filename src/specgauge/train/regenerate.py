@@ -1,0 +1,154 @@
+"""Regenerate the corpus responses with the target, as SpecForge's regenerate step does.
+
+A drafter must predict what *the target* says, not what the corpus says. For each corpus
+sample one assistant turn is picked (seeded), the conversation before it becomes the prompt,
+and the target writes the response — greedy by default — through the embedded engine
+(continuous batching over the paged KV cache). The result is a tokenized corpus in the same
+format as the original (``<split>/<source>/shard-00000.jsonl`` with ``input_ids`` and a
+``loss_mask`` that is 1 on the generated response), plus a ``meta.json`` that says how it was
+made; a folder whose ``meta.json`` matches the request is reused, so a rerun costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from specgauge.train.dataset import iter_samples
+
+
+@dataclass(frozen=True)
+class RegenerateConfig:
+    """How responses are regenerated; validated here."""
+
+    samples_per_source: int = 400
+    max_prompt_tokens: int = 320
+    max_new_tokens: int = 192
+    temperature: float = 0.0
+    seed: int = 0
+    max_running: int = 64
+    threads: int = 2
+
+    def __post_init__(self) -> None:
+        if self.samples_per_source <= 0 or self.max_new_tokens <= 0 or self.max_prompt_tokens <= 1:
+            raise ValueError("samples_per_source, max_new_tokens must be positive and max_prompt_tokens > 1")
+        if self.temperature < 0:
+            raise ValueError("temperature must be ≥ 0")
+
+
+def response_starts(loss_mask: list[int]) -> list[int]:
+    """Indices where an assistant turn begins (the mask goes from 0 to 1)."""
+    return [i for i, m in enumerate(loss_mask) if m and (i == 0 or not loss_mask[i - 1])]
+
+
+def pick_prompts(source_dir: Path, count: int, max_prompt_tokens: int, seed: int) -> Iterator[list[int]]:
+    """Up to ``count`` prompts from a tokenized source: for each sample, the tokens before one
+    of its assistant turns chosen at random (seeded per sample) among those that start within
+    ``max_prompt_tokens``; samples with no such turn are skipped."""
+    taken = 0
+    for index, (ids, mask) in enumerate(iter_samples(source_dir)):
+        if taken >= count:
+            return
+        starts = [s for s in response_starts(mask) if 1 < s <= max_prompt_tokens]
+        if not starts:
+            continue
+        start = random.Random(seed * 1_000_003 + index).choice(starts)
+        taken += 1
+        yield ids[:start]
+
+
+def generate_responses(target_dir: Path, prompts: list[list[int]], config: RegenerateConfig,
+                       on_done: Callable[[int], None] | None = None) -> list[list[int]]:
+    """Responses of the target (``target_dir``, HF layout with tokenizer) to ``prompts``, each
+    ending with its EOS token when it stopped on one; batched by the engine (``max_running``)."""
+    from specgauge.engine.engine import Engine, EngineConfig
+    from specgauge.engine.scheduler import SchedulerConfig
+
+    if not prompts:
+        return []
+    context = max(len(p) for p in prompts) + config.max_new_tokens
+    scheduler = SchedulerConfig(max_running=config.max_running, max_tokens_per_step=max(2048, config.max_running),
+                                max_waiting=len(prompts) + 1)
+    engine = Engine(EngineConfig(model_dir=str(target_dir), threads=config.threads, scheduler=scheduler,
+                                 max_model_len=context))
+    engine.start()
+    try:
+        return complete_all(engine, prompts, config.max_new_tokens, config.temperature, config.seed, on_done)
+    finally:
+        engine.stop()
+
+
+def complete_all(engine, prompts: list[list[int]], max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
+                 on_done: Callable[[int], None] | None = None) -> list[list[int]]:
+    """Submit every prompt to a started :class:`~specgauge.engine.engine.Engine` and wait for all
+    completions (token ids, with the EOS token that stopped each, if one did)."""
+    from specgauge.engine.engine import StreamEvent
+    from specgauge.engine.sampling_params import SamplingParams
+
+    outputs: list[list[int]] = [[] for _ in prompts]
+    remaining = [len(prompts)]
+    done = threading.Event()
+    errors: list[str] = []
+
+    def sink_for(index: int) -> Callable[[StreamEvent], None]:
+        def sink(event: StreamEvent) -> None:
+            outputs[index].extend(event.token_ids)
+            if event.finished:
+                if event.error:
+                    errors.append(event.error)
+                if isinstance(event.matched_stop, int) and (not outputs[index] or outputs[index][-1] != event.matched_stop):
+                    outputs[index].append(event.matched_stop)
+                remaining[0] -= 1
+                if on_done:
+                    on_done(1)
+                if remaining[0] == 0:
+                    done.set()
+        return sink
+
+    for index, prompt in enumerate(prompts):
+        request_seed = None if temperature == 0 else seed * 1_000_003 + index
+        params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature, seed=request_seed)
+        engine.submit(engine.new_request_id("regen"), prompt, params, sink_for(index))
+    while prompts and not done.wait(1.0):
+        if not engine.alive:
+            raise RuntimeError("the engine stopped while generating")
+    if errors:
+        raise RuntimeError(f"generation failed: {errors[0]}")
+    return outputs
+
+
+def regenerate_source(corpus_dir: Path, target_dir: Path, out_dir: Path, split: str, source: str,
+                      config: RegenerateConfig, target_digest: str,
+                      on_start: Callable[[str, int], None] | None = None,
+                      on_done: Callable[[int], None] | None = None) -> Path:
+    """Regenerate one source of one split into ``out_dir/<split>/<source>/`` (reused when its
+    ``meta.json`` matches); returns that folder."""
+    folder = Path(out_dir) / split / source
+    meta = {"source": source, "split": split, "target_sha256": target_digest, **asdict(config),
+            "format": "jsonl input_ids+loss_mask (loss on the regenerated response)"}
+    for key in ("max_running", "threads"):  # how fast, not what
+        meta.pop(key)
+    meta_path = folder / "meta.json"
+    if meta_path.is_file() and (folder / "shard-00000.jsonl").is_file():
+        saved = json.loads(meta_path.read_text())
+        if {k: saved.get(k) for k in meta} == meta:
+            return folder
+    prompts = list(pick_prompts(Path(corpus_dir) / split / source, config.samples_per_source,
+                                config.max_prompt_tokens, config.seed))
+    if on_start:
+        on_start(f"{split}/{source}", len(prompts))
+    responses = generate_responses(target_dir, prompts, config, on_done)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "shard-00000.jsonl.tmp"
+    with tmp.open("w") as handle:
+        for prompt, response in zip(prompts, responses):
+            record = {"input_ids": prompt + response, "loss_mask": [0] * len(prompt) + [1] * len(response)}
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    tmp.replace(folder / "shard-00000.jsonl")
+    meta.update(num_samples=len(prompts), num_response_tokens=sum(len(r) for r in responses))
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    return folder

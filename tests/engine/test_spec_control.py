@@ -1,0 +1,67 @@
+"""The speculation controller: disable-above switching and the adaptive cost model's choice of k
+from measured step times and running acceptance (pure Python, scripted machine timings)."""
+
+from specgauge.engine.speculative.config import SpeculativeConfig
+from specgauge.engine.speculative.control import SpeculationController, bucket_of
+
+
+def drive(controller, batch, step_time, accepted_of, steps=300):
+    """Run ``steps`` decode steps: the controller picks k, the scripted machine answers."""
+    chosen = []
+    for _ in range(steps):
+        k = controller.choose(batch)
+        controller.observe_step(batch, k, step_time(batch, k))
+        for _ in range(batch):
+            if k:
+                controller.observe_accept(k, accepted_of(k))
+        chosen.append(k)
+    return chosen
+
+
+def test_disable_above_switches_by_running_requests():
+    controller = SpeculationController.build(4, tree=False, disable_above=8, adaptive=False)
+    assert [controller.choose(n) for n in (1, 8, 9, 64, 8, 2)] == [4, 4, 0, 0, 4, 4]
+    assert controller.mode == "speculative"
+    controller.choose(9)
+    assert controller.mode == "plain" and controller.current_k == 0
+
+
+def test_adaptive_speculates_at_batch_1_and_stops_when_verify_is_expensive():
+    # a verify of k drafts costs 1 + 0.15 k at batch 1 but grows ~linearly with B*(k+1) at batch 64
+    def step_time(batch, k):
+        return 0.008 * (1 + 0.15 * k) if batch == 1 else 0.0006 * batch * (k + 1)
+
+    high_acceptance = lambda k: k if k < 3 else 3  # noqa: E731  (3 of the first drafts accepted)
+    single = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True)
+    picks = drive(single, 1, step_time, high_acceptance)
+    assert max(set(picks[-100:]), key=picks[-100:].count) >= 3
+    busy = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True)
+    picks = drive(busy, 64, step_time, high_acceptance)
+    assert max(set(picks[-100:]), key=picks[-100:].count) == 0
+    assert 0 in picks and 4 in picks  # every candidate was measured
+    assert busy.expected_tokens(0) == 1.0 and 3.0 < busy.expected_tokens(4) < 4.1
+
+
+def test_adaptive_turns_off_when_nothing_is_accepted():
+    controller = SpeculationController.build(3, tree=False, disable_above=None, adaptive=True)
+    picks = drive(controller, 1, lambda b, k: 0.008 * (1 + 0.3 * k), lambda k: 0)
+    assert picks[-50:].count(0) >= 45  # re-exploration now and then, otherwise off
+
+
+def test_tree_candidates_are_off_or_the_whole_tree():
+    spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=3, eagle_topk=4, num_draft_tokens=8)
+    controller = SpeculationController.build(spec.max_drafts, spec.is_tree, None, True)
+    assert controller.candidates == (0, 7)
+    assert spec.lookahead == 8  # the draft head's scratch nodes: (steps - 1) * topk
+    assert [bucket_of(n) for n in (1, 2, 3, 5, 64, 65)] == [1, 2, 4, 8, 64, 128]
+
+
+def test_a_new_batch_size_is_predicted_from_a_measured_one_not_swept():
+    def step_time(batch, k):
+        return 0.004 * (1 + 0.1 * k) * (1 + 0.05 * batch)
+
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True)
+    drive(controller, 1, step_time, lambda k: k, steps=60)  # every draft accepted: k = 4 pays
+    early = drive(controller, 2, step_time, lambda k: k, steps=6)
+    assert set(early) <= {0, 4}  # plain steps for the baseline, then the predicted best — no sweep
+    assert controller.predicted_time(2, 3) is not None and early[-1] == 4

@@ -1,0 +1,80 @@
+"""The EAGLE-3 head's cached path (its own paged KV, rolled back by ``draft_len``) drafts exactly
+what the head's whole-sequence forward (the training path) gives for the same sequence — also
+after speculation was switched off for a while and the draft KV caught up."""
+
+import pytest
+import torch
+from spec_testkit import domain_prompts, make_spec_engine, write_random_head
+
+from specgauge.engine.eagle3 import load_eagle3, target_features
+from specgauge.engine.model import load_model
+from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.speculative.config import SpeculativeConfig
+from specgauge.engine.speculative.eagle import EagleState
+
+
+@pytest.fixture(scope="module")
+def head_dir(tiny_model_dir, tmp_path_factory):
+    return write_random_head(tmp_path_factory.mktemp("head"), tiny_model_dir, seed=1)
+
+
+def reference_drafts(target, head, sequence: list[int]) -> tuple[int, int]:
+    """First two chain drafts after ``sequence`` (its last token pending) from the whole-sequence path."""
+    ids = torch.tensor([sequence])
+    _, feats = target_features(target, ids[:, :-1], head.config.aux_layers)  # (1, N-1, 3H)
+    positions = torch.arange(ids.shape[1] - 1)
+    first = head.step(ids[:, 1:], head.fuse(feats), positions)
+    d1 = int(head.draft_to_target(first.logits[0, -1].argmax()))
+    tokens = ids[:, 1:].clone()
+    tokens[0, -1] = d1  # the last row's second step reads the first draft
+    second = head.step(tokens, first.features, positions + 1, base=first.kv)
+    return d1, int(head.draft_to_target(second.logits[0, -1].argmax()))
+
+
+def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_model_dir, head_dir):
+    engine = make_spec_engine(tiny_model_dir, max_running=8, max_tokens_per_step=256,
+                              speculative=SpeculativeConfig(algorithm="EAGLE3", num_steps=3,
+                                                            draft_model_path=str(head_dir)))
+    drafter = engine.runner.drafter
+    records = []
+    propose = drafter.propose
+
+    def recording(requests, ks):
+        trees = propose(requests, ks)
+        for request, k, tree in zip(requests, ks, trees):
+            if len(tree) >= 2:
+                records.append((request.token_ids(0, request.num_tokens), tree.tokens[:2]))
+            if len(tree):
+                assert request.draft_state.draft_len == request.num_computed  # caught up
+            else:
+                partial.append(request.draft_state.num_pending)
+        return trees
+
+    drafter.catch_up_budget = 40  # less than the backlogs after the off period: spread over steps
+    partial = []
+    drafter.propose = recording
+    params = SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)
+    for i, text in enumerate(domain_prompts(6)):
+        engine.submit(f"r{i}", engine.tokenizer.encode(text), params, lambda event: None)
+    engine._drain_inbox(block=False)
+    steps = 0
+    while engine.scheduler.has_work:
+        # off for steps 4..9: features pile up, the next catch-up covers them all
+        engine.controller.disable_above = 0 if 4 <= steps < 10 else None
+        engine.step()
+        state = engine.snapshot()
+        expected_mode = "plain" if 4 <= steps < 10 else "speculative"
+        assert (state["speculative_mode"], state["speculative_num_draft_tokens"] > 0) == (expected_mode, expected_mode != "plain")
+        steps += 1
+        if steps == 10:
+            pending = [r.draft_state.num_pending for r in engine.scheduler.running
+                       if isinstance(r.draft_state, EagleState)]
+            assert pending and min(pending) >= 6
+    assert any(p > 0 for p in partial), "some request should have caught up over several steps"
+    engine.blocks.check_integrity()
+    assert engine.blocks.num_free_blocks == engine.blocks.num_blocks
+    target = load_model(tiny_model_dir)
+    head = load_eagle3(head_dir, target=target)
+    assert len(records) > 20
+    mismatches = [(seq[-3:], got) for seq, got in records if tuple(reference_drafts(target, head, seq)) != got]
+    assert not mismatches, mismatches[:3]

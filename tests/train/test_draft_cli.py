@@ -1,0 +1,127 @@
+"""``specgauge train draft`` end to end on a tiny corpus and target, regeneration, and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from specgauge.train.regenerate import RegenerateConfig, pick_prompts, regenerate_source, response_starts
+
+
+@pytest.fixture(scope="module")
+def tiny_target(tiny_corpus, tmp_path_factory) -> Path:
+    """A random-weight target over the tiny corpus's tokenizer, in HF layout with the tokenizer."""
+    from tokenizers import Tokenizer
+
+    from specgauge.engine.model import save_model
+    from specgauge.train.target import ModelShape
+    from specgauge.train.tokenizer import special_token_ids
+
+    tokenizer_dir = Path(tiny_corpus["tokenizer_dir"])
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    shape = ModelShape(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                       intermediate_size=64, max_position_embeddings=512)
+    torch.manual_seed(0)
+    from specgauge.engine.model import LlamaForCausalLM
+
+    model = LlamaForCausalLM(shape.llama_config(tokenizer.get_vocab_size(), special_token_ids(tokenizer)))
+    out = tmp_path_factory.mktemp("target")
+    save_model(model, out)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(tokenizer_dir / name, out / name)
+    return out
+
+
+def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specgauge", "train", "draft", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_response_starts_are_where_the_mask_turns_on():
+    assert response_starts([0, 0, 1, 1, 0, 1, 0, 0, 1]) == [2, 5, 8]
+
+
+def test_prompts_end_right_before_an_assistant_turn(tiny_corpus):
+    from specgauge.train.dataset import iter_samples
+
+    folder = Path(tiny_corpus["dir"]) / "train" / "agentic_tools"
+    originals = [ids for ids, _ in iter_samples(folder)]
+    starts = {tuple(ids[:s]) for ids, (_, mask) in zip(originals, iter_samples(folder)) for s in response_starts(mask)}
+    prompts = list(pick_prompts(folder, 5, 400, seed=0))
+    assert prompts and all(tuple(p) in starts and len(p) <= 400 for p in prompts)
+    assert prompts == list(pick_prompts(folder, 5, 400, seed=0))  # seeded
+
+
+def test_regenerated_responses_are_the_targets_greedy_continuations(tiny_corpus, tiny_target, tmp_path):
+    from specgauge.engine.model import load_model
+
+    config = RegenerateConfig(samples_per_source=3, max_prompt_tokens=200, max_new_tokens=6, max_running=2, threads=1)
+    folder = regenerate_source(Path(tiny_corpus["dir"]), tiny_target, tmp_path, "validation", "code_stdlib", config, "sha")
+    records = [json.loads(line) for line in (folder / "shard-00000.jsonl").read_text().splitlines()]
+    assert len(records) == 3
+    model = load_model(tiny_target)
+    eos = set(model.config.eos_token_id)
+    for record in records:
+        mask = record["loss_mask"]
+        start = mask.index(1)
+        assert all(mask[start:]) and not any(mask[:start])
+        ids = list(record["input_ids"][:start])
+        for token in record["input_ids"][start:]:  # replay greedy decoding with the full forward
+            with torch.no_grad():
+                expected = int(model(torch.tensor([ids]))[0][0, -1].argmax())
+            assert token == expected
+            ids.append(token)
+        assert len(record["input_ids"]) - start == 6 or record["input_ids"][-1] in eos
+    before = (folder / "shard-00000.jsonl").stat().st_mtime_ns
+    regenerate_source(Path(tiny_corpus["dir"]), tiny_target, tmp_path, "validation", "code_stdlib", config, "sha")
+    assert (folder / "shard-00000.jsonl").stat().st_mtime_ns == before  # same request: reused
+
+
+def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
+    from specgauge.engine.eagle3 import load_eagle3
+    from specgauge.engine.model import load_model
+    from specgauge.train.assets import verify_checksums
+
+    common = ["--target", str(tiny_target), "--corpus", str(tiny_corpus["dir"]), "--run-dir", str(tmp_path / "run"),
+              "--regen-samples", "4", "--regen-validation-samples", "2", "--max-new-tokens", "8",
+              "--max-prompt-tokens", "200", "--eval-every", "1", "--eval-samples", "2", "--batch-size", "2",
+              "--ttt-steps", "3", "--draft-vocab-size", "200", "--threads", "1", "--fp32"]
+    done = run_cli(*common, "--max-steps", "2", "--output", str(tmp_path / "head"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "eval step 2" in done.stdout and "code_stdlib acc" in done.stdout
+    head_dir = tmp_path / "head"
+    assert verify_checksums(head_dir) == []
+    training = (head_dir / "TRAINING.md").read_text()
+    assert "| code_stdlib |" in training and "train draft" in training and "--max-steps 2" in training
+    head = load_eagle3(head_dir, load_model(tiny_target))
+    assert head.config.draft_vocab_size == 200 and head.config.aux_layers == (1, 2, 3)
+    resumed = run_cli(*common, "--max-steps", "3", "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resumed at step 2" in resumed.stdout and "stopped at step 3" in resumed.stdout
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--weights", "code_stdlib=1,poetry=2"], "--weights: unknown source 'poetry'"),
+    (["--weights", "code_stdlib=0"], "--weights: at least one source needs a positive weight"),
+    (["--max-prompt-tokens", "500", "--max-new-tokens", "100"], "exceed the target's context of 512"),
+    (["--resume"], "--resume: no draft_checkpoint.pt"),
+])
+def test_bad_input_is_one_line_and_exit_2(tiny_corpus, tiny_target, tmp_path, extra, message):
+    done = run_cli("--target", str(tiny_target), "--corpus", str(tiny_corpus["dir"]), "--run-dir", str(tmp_path), *extra,
+                   timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_missing_corpus_and_target_are_named(tmp_path, tiny_target):
+    done = run_cli("--target", str(tiny_target), "--corpus", str(tmp_path / "nope"), "--run-dir", str(tmp_path), timeout=60)
+    assert done.returncode == 2 and "--corpus:" in done.stderr
+    done = run_cli("--target", str(tmp_path), "--corpus", str(tmp_path), "--run-dir", str(tmp_path), timeout=60)
+    assert done.returncode == 2 and "--target: no config.json" in done.stderr
