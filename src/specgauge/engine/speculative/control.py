@@ -20,7 +20,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-REFRESH = 24
+REFRESH = 48
 MIN_SAMPLES = 2
 WINDOW = 8
 
