@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -7,3 +8,22 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def cli_here(capsys):
+    """``specgauge.cli.main`` run in this process (no interpreter start-up per call), for the many
+    misuse cases; returns a ``CompletedProcess`` like running ``python -m specgauge`` would."""
+    from specgauge.cli import main
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
+
+    return run

@@ -31,19 +31,6 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
-@pytest.fixture
-def cli_here(capsys):
-    """The same entry point (``specgauge.cli.main``) run in this process, without an interpreter
-    start-up each time: for the many misuse cases. Returns what :func:`cli` returns."""
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
-
-    return run
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:

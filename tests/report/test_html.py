@@ -233,19 +233,6 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture
-def cli_here(capsys):
-    """The entry point of ``python -m specgauge`` (``specgauge.cli.main``) run in this process,
-    without an interpreter start-up per call; returns what :func:`cli` returns."""
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
-
-    return run
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, needle: str) -> None:
