@@ -15,7 +15,6 @@ from contextlib import closing
 
 import pytest
 
-from specgauge.cli import main
 from specgauge.load.bench import resumable_by_index, resume_benchmark, run_benchmark
 from specgauge.load.plan import PointSpec
 from specgauge.load.bench_config import BenchConfig

@@ -21,7 +21,6 @@ from rich.console import Console
 
 from html_fixtures import comparison_result, stored_bench_run
 from specgauge.analysis import definitions
-from specgauge.cli import main
 from specgauge.compare.model import CompareResult
 from specgauge.report.formatting import ratio_outcome, ratio_with_ci
 from specgauge.report.html import html_document, render_html, write_report
