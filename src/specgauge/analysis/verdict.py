@@ -83,15 +83,24 @@ def verdict_lines(label: str, single_stream: Sequence[SingleStreamDomain], sweep
                   crossover: Crossover) -> tuple[str, ...]:
     """Plain-words summary: single-stream speedup per domain, the crossover, the cost at the top."""
     lines: list[str] = []
-    faster = [f"{d.domain} {d.speedup:.2f}x{_interval(d.ci_low, d.ci_high)}"
-              for d in single_stream if d.speedup is not None and d.speedup >= 1]
+    def side(d: SingleStreamDomain) -> int:
+        """+1 faster, -1 slower, 0 when the interval spans 1 (no clear difference)."""
+        if d.ci_low is not None and d.ci_high is not None and d.ci_low <= 1 <= d.ci_high:
+            return 0
+        return 1 if d.speedup >= 1 else -1
+
+    measured = [d for d in single_stream if d.speedup is not None]
+    faster = [f"{d.domain} {d.speedup:.2f}x{_interval(d.ci_low, d.ci_high)}" for d in measured if side(d) == 1]
     slower = [f"{d.domain} {1 / d.speedup:.2f}x (ratio {d.speedup:.2f}{_interval(d.ci_low, d.ci_high)})"
-              for d in single_stream if d.speedup is not None and d.speedup < 1]
+              for d in measured if side(d) == -1]
+    unclear = [f"{d.domain} (ratio {d.speedup:.2f}{_interval(d.ci_low, d.ci_high)})" for d in measured if side(d) == 0]
     clauses = []
     if faster:
         clauses.append("speeds up single-stream " + _and(faster))
     if slower:
         clauses.append(("slows down single-stream " if not faster else "slows down ") + _and(slower))
+    if unclear:
+        clauses.append("makes no clear difference to single-stream " + _and(unclear))
     if clauses:
         lines.append(f"{label} " + "; ".join(clauses) + ".")
     usable = [p for p in sweep if p.ratio is not None]
