@@ -131,6 +131,19 @@ def warm_up(servers: dict, suite: Suite, args) -> None:
         point(url, suite, 1, args.warmup, args.tokens)
 
 
+def print_goals(rates: dict, levels: list[int]) -> None:
+    """The issue's goals for dynamic control, from the aggregate table: the worst ratio to off over
+    concurrency 1…64, and how much of the single-stream (concurrency 1) gain each arm keeps."""
+    upto = [level for level in levels if level <= 64]
+    gain = rates[(levels[0], "eagle3")] / rates[(levels[0], "off")] - 1
+    for arm, base in (("disable-above", "off (again)"), ("adaptive", "off")):
+        worst = min(upto, key=lambda level: rates[(level, arm)] / rates[(level, base)])
+        kept = (rates[(levels[0], arm)] / rates[(levels[0], base)] - 1) / gain if gain > 0 else float("nan")
+        print(f"{arm}: worst ratio to off over concurrency {upto[0]}..{upto[-1]}: "
+              f"{rates[(worst, arm)] / rates[(worst, base)]:.2f}x at {worst} (goal >= 0.95x); "
+              f"at concurrency {levels[0]} keeps {kept:.0%} of eagle3's gain of {gain:+.0%} (goal >= 90%)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="target directory (default: the shipped target)")
@@ -140,7 +153,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128, help="max tokens per single-stream request")
     parser.add_argument("--agg-tokens", type=int, default=64, help="max tokens per aggregate request")
     parser.add_argument("--single-requests", type=int, default=6, help="requests per suite and arm, single stream")
-    parser.add_argument("--concurrency", default="1,4,16,64,128")
+    parser.add_argument("--concurrency", default="1,2,4,8,16,32,64,128")
     parser.add_argument("--disable-above", type=int, default=None,
                         help="--speculative-disable-above of that arm (default: the measured crossover)")
     parser.add_argument("--agg-factor", type=int, default=2, help="aggregate requests per point = factor x concurrency")
@@ -220,6 +233,7 @@ def main() -> None:
         print(f"crossover (first concurrency where eagle3 < off): {crossover if crossover else 'not reached'}; "
               f"--speculative-disable-above {threshold} "
               f"({'given' if args.disable_above is not None else 'the last concurrency where eagle3 won'})")
+        print_goals(rates, levels)
     finally:
         for proc in processes.values():
             proc.stop()

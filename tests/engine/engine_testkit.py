@@ -10,13 +10,14 @@ from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.kv_cache import KVCache
 from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, load_model, save_model
 from specgauge.engine.model_runner import ModelRunner
+from specgauge.engine.scheduler import ScheduledSeq
 
 
 def make_engine(model_dir, **scheduler_overrides):
     from specgauge.engine.engine import Engine, EngineConfig
     from specgauge.engine.scheduler import SchedulerConfig
 
-    engine_keys = {"num_blocks", "block_size", "max_model_len"}
+    engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype"}
     engine_kwargs = {k: scheduler_overrides.pop(k) for k in list(scheduler_overrides) if k in engine_keys}
     config = EngineConfig(model_dir=str(model_dir), threads=1, scheduler=SchedulerConfig(**scheduler_overrides),
                           **engine_kwargs)
@@ -61,3 +62,21 @@ def runner_for(model, num_blocks=64, block_size=4, dtype=torch.float32):
     cache = KVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, cfg.head_size,
                     dtype, "cpu")
     return ModelRunner(model, cache, blocks), blocks
+
+
+def step_logits(runner, blocks, seqs):
+    """Run ``seqs`` (request, start, n) through one cached forward; logits of every new token."""
+    scheduled = []
+    for request, start, n in seqs:
+        blocks.grow(request.request_id, start + n)
+        scheduled.append(ScheduledSeq(request, start, n))
+    batch, _ = runner.build_forward_batch(scheduled)
+    order = sorted(scheduled, key=lambda s: s.num_new)
+    batch.logit_indices = torch.arange(batch.num_tokens)
+    with torch.inference_mode():
+        logits, aux = runner.model.forward_cached(batch, runner.cache, aux_layers=(0, 2))
+    out, offset = {}, 0
+    for seq in order:
+        out[seq.request.request_id] = logits[offset:offset + seq.num_new]
+        offset += seq.num_new
+    return out, aux

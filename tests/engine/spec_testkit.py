@@ -79,7 +79,7 @@ def make_spec_engine(model_dir, speculative=None, **scheduler_overrides):
     from specgauge.engine.scheduler import SchedulerConfig
     from specgauge.engine.speculative.config import SpeculativeConfig
 
-    engine_keys = {"num_blocks", "block_size", "max_model_len"}
+    engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype"}
     engine_kwargs = {k: scheduler_overrides.pop(k) for k in list(scheduler_overrides) if k in engine_keys}
     return Engine(EngineConfig(model_dir=str(model_dir), threads=1, scheduler=SchedulerConfig(**scheduler_overrides),
                                speculative=speculative or SpeculativeConfig(), **engine_kwargs))

@@ -2,29 +2,11 @@
 
 import pytest
 import torch
-from engine_testkit import make_model, runner_for
+from engine_testkit import make_model, runner_for, step_logits
 
 from specgauge.engine.model import load_model, save_model
 from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import Request, ScheduledSeq
-
-
-def step_logits(runner, blocks, seqs):
-    """Run ``seqs`` (request, start, n) through one cached forward; logits of every new token."""
-    scheduled = []
-    for request, start, n in seqs:
-        blocks.grow(request.request_id, start + n)
-        scheduled.append(ScheduledSeq(request, start, n))
-    batch, _ = runner.build_forward_batch(scheduled)
-    order = sorted(scheduled, key=lambda s: s.num_new)
-    batch.logit_indices = torch.arange(batch.num_tokens)
-    with torch.inference_mode():
-        logits, aux = runner.model.forward_cached(batch, runner.cache, aux_layers=(0, 2))
-    out, offset = {}, 0
-    for seq in order:
-        out[seq.request.request_id] = logits[offset:offset + seq.num_new]
-        offset += seq.num_new
-    return out, aux
+from specgauge.engine.scheduler import Request
 
 
 @pytest.mark.parametrize("rope_scaling", [None, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,

@@ -65,6 +65,8 @@ def test_server_info_health_and_metrics(server):
         state = info["internal_states"][0]
         assert state["kv_blocks_total"] == server.engine.blocks.num_blocks
         assert "avg_spec_accept_length" in state
+        assert info["batch_invariant"] is server.engine.model.batch_invariant
+        assert info["dtype"] in ("float32", "bfloat16")
     assert httpx.get(server.url + "/health").json() == {"status": "ok"}
     httpx.post(server.url + "/generate", json={"text": "a", "sampling_params": {"max_new_tokens": 3}}, timeout=30)
     text = httpx.get(server.url + "/metrics").text

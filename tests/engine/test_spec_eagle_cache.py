@@ -32,7 +32,8 @@ def reference_drafts(target, head, sequence: list[int]) -> tuple[int, int]:
 
 
 def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_model_dir, head_dir):
-    engine = make_spec_engine(tiny_model_dir, max_running=8, max_tokens_per_step=256,
+    # fp32, as the whole-sequence reference below runs (a bf16 target's features would differ)
+    engine = make_spec_engine(tiny_model_dir, max_running=8, max_tokens_per_step=256, dtype="float32",
                               speculative=SpeculativeConfig(algorithm="EAGLE3", num_steps=3,
                                                             draft_model_path=str(head_dir)))
     drafter = engine.runner.drafter

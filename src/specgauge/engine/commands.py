@@ -27,7 +27,7 @@ def _positive(ctx, param, value):
               help="Port to bind; 0 picks a free one (the URL is printed).")
 @click.option("--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1 ...")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
-              show_default=True, help="Weights and KV dtype; auto = float32 on CPU, bfloat16 on CUDA.")
+              show_default=True, help="Weights and KV dtype; auto = bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), else float32.")
 @click.option("--served-model-name", default="specgauge-target", show_default=True,
               help="Model name the OpenAI routes answer to.")
 @click.option("--max-model-len", type=int, default=None, callback=_positive,

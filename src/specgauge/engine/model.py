@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 if TYPE_CHECKING:
-    from specgauge.engine.kv_cache import ForwardBatch, KVCache
+    from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch, KVCache
 
 
 @dataclass(frozen=True)
@@ -72,20 +72,75 @@ class LlamaConfig:
         return out
 
 
+def rowwise_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                      group: "AttentionGroup | None" = None) -> torch.Tensor:
+    """Attention in which every query row is computed alone, so its bits do not depend on how
+    many rows share the call (a 5-token verify gives each row what a 1-token decode gives it).
+
+    q (B, Hq, Tq, D), k and v (B, Hkv, Tk, D), ``mask`` additive, broadcastable to (B, 1, Tq, Tk).
+    CPU SDPA blocks the query rows of one head together, and the blocking changes the float
+    arithmetic; folding the Tq rows into the head axis (head ``h * Tq + i`` is row ``i`` of head
+    ``h``, still mapped to kv head ``h // group``) makes every (sequence, head) a one-row query,
+    the same call a decode makes. The folded mask is built once per ``group`` (all layers share it).
+    """
+    b, n_q, t_q, d = q.shape
+    if t_q == 1:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    folded = group.folded_mask if group is not None else None
+    if folded is None:
+        folded = mask.expand(b, n_q, t_q, mask.shape[-1]).reshape(b, n_q * t_q, 1, mask.shape[-1])
+        if group is not None:
+            group.folded_mask = folded
+    out = F.scaled_dot_product_attention(q.reshape(b, n_q * t_q, 1, d), k, v, attn_mask=folded, enable_gqa=True)
+    return out.view(b, n_q, t_q, d)
+
+
+KEY_ALIGN = 16  # row-wise attention keeps the key count a multiple of this (see ``aligned_keys``)
+
+
+def causal_mask(length: int, dtype: torch.dtype, device: torch.device, width: int | None = None) -> torch.Tensor:
+    """Additive causal mask (1, 1, T, width): 0 on and below the diagonal, -inf above and in the
+    padding past T."""
+    width = width or length
+    future = torch.ones(length, width, dtype=torch.bool, device=device).triu(1)
+    return torch.zeros(length, width, dtype=dtype, device=device).masked_fill_(future, float("-inf")).view(
+        1, 1, length, width)
+
+
+def aligned_keys(k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad k and v (B, Hkv, Tk, D) with masked keys up to ``mask``'s width.
+
+    CPU SDPA's result for a row changes with the number of keys past its last visible one unless
+    that number is a multiple of 16 (its vector tails); padding every call to a multiple of
+    ``KEY_ALIGN`` keeps a row's bits the same whether its keys came from the cache (whole blocks)
+    or from the step's own tokens.
+    """
+    pad = mask.shape[-1] - k.shape[2]
+    if pad == 0:
+        return k, v
+    return F.pad(k, (0, 0, 0, pad)), F.pad(v, (0, 0, 0, pad))
+
+
+def aligned_width(length: int) -> int:
+    return -(-length // KEY_ALIGN) * KEY_ALIGN
+
+
 def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: torch.Tensor,
                     v_layer: torch.Tensor, batch: "ForwardBatch", block_size: int,
-                    attn_dtype: torch.dtype) -> torch.Tensor:
+                    attn_dtype: torch.dtype, invariant: bool = False) -> torch.Tensor:
     """Write the step's new K/V into one layer's pool and attend, group by group.
 
     q (N, Hq, D), k and v (N, Hkv, D) for the step's new tokens; ``k_layer``/``v_layer``
     (S, Hkv, D) are the layer's slots. Returns the attention output (N, Hq * D) in ``attn_dtype``.
     Shared by the target's cached forward and the EAGLE-3 head's (one layer of its own).
+    ``invariant``: attend row by row (:func:`rowwise_attention`), so a token's output is the
+    same bits whatever else is in the step — prefill chunking, verify length, batch.
     """
     n, n_q, d = q.shape
     n_kv = k.shape[1]
     gqa = n_q != n_kv
-    k_layer.index_copy_(0, batch.write_slots, k)
-    v_layer.index_copy_(0, batch.write_slots, v)
+    k_layer.index_copy_(0, batch.write_slots, k.to(k_layer.dtype))
+    v_layer.index_copy_(0, batch.write_slots, v.to(v_layer.dtype))
     num_blocks = k_layer.shape[0] // block_size
     k_blocks = k_layer.view(num_blocks, block_size, n_kv, d)  # (blocks, bs, Hkv, D)
     v_blocks = v_layer.view(num_blocks, block_size, n_kv, d)
@@ -95,16 +150,42 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
         if g.fresh:
             kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
             vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
-            o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
-                                               is_causal=g.q_len > 1, enable_gqa=gqa)
+            if invariant:
+                if g.mask is None:
+                    g.mask = causal_mask(g.q_len, attn_dtype, q.device, aligned_width(g.q_len))
+                kg, vg = aligned_keys(kg.to(attn_dtype), vg.to(attn_dtype), g.mask)
+                o = rowwise_attention(qg.to(attn_dtype), kg, vg, g.mask, g)
+            else:
+                o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                   is_causal=g.q_len > 1, enable_gqa=gqa)
         else:  # gather whole blocks (index_select: ~3x faster than advanced indexing on CPU)
             blocks = g.block_table.reshape(-1)  # (B*nb,)
             kg = k_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)  # (B, Hkv, Tk, D)
             vg = v_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)
-            o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
-                                               attn_mask=g.mask, enable_gqa=gqa)
+            if invariant:
+                if g.mask.shape[-1] % KEY_ALIGN:  # blocks smaller than 16 tokens: pad the mask once
+                    g.mask = F.pad(g.mask, (0, -g.mask.shape[-1] % KEY_ALIGN), value=float("-inf"))
+                kg, vg = aligned_keys(kg.to(attn_dtype), vg.to(attn_dtype), g.mask)
+                o = rowwise_attention(qg.to(attn_dtype), kg, vg, g.mask, g)
+            else:
+                o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                   attn_mask=g.mask, enable_gqa=gqa)
         outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
     return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+
+def linear_is_batch_invariant(weight: torch.Tensor) -> bool:
+    """Probe: does ``F.linear`` with ``weight`` give a row the same bits alone as among 2, 5 or
+    300 rows? True for bf16 on CPUs with native bf16 (oneDNN), false for fp32 (MKL switches
+    kernels with the row count)."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(300, weight.shape[1], generator=generator).to(weight.device, weight.dtype)
+    with torch.no_grad():
+        full = F.linear(x, weight)
+        rows = (0, 1, 4, 150, 299)
+        single = torch.cat([F.linear(x[i:i + 1], weight) for i in rows])
+        return (torch.equal(single, full[list(rows)]) and torch.equal(F.linear(x[:2], weight), full[:2])
+                and torch.equal(F.linear(x[:5], weight), full[:5]))
 
 
 class RMSNorm(nn.Module):
@@ -274,6 +355,9 @@ class LlamaForCausalLM(nn.Module):
         # CPU SDPA in bf16/fp16 falls back to a slow kernel (5x the fp32 time): attend in fp32 there.
         on_cpu = self.model.embed_tokens.weight.device.type == "cpu"
         self.attention_dtype = torch.float32 if on_cpu else dtype
+        # Where matmuls give each row the same bits at any batch size (bf16 on CPUs with native
+        # bf16), attention is made row-wise too, and the whole forward is batch-invariant.
+        self.batch_invariant = on_cpu and linear_is_batch_invariant(self.model.layers[0].self_attn.qkv_weight)
         self._head_split = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_size)
         # Plain tuples of tensors: the step reads no nn.Module attribute (each costs ~1 µs).
         self._layer_weights = [
@@ -314,7 +398,8 @@ class LlamaForCausalLM(nn.Module):
             qk = apply_rope(qkv[:, : (n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)  # (N, Hq+Hkv, D)
             q, k = qk[:, :n_q], qk[:, n_q:]  # (N, Hq, D), (N, Hkv, D)
             v = qkv[:, (n_q + n_kv) * d:].view(n, n_kv, d)  # (N, Hkv, D)
-            o = paged_attention(q, k, v, cache.k[index], cache.v[index], batch, cache.block_size, attn_dtype)
+            o = paged_attention(q, k, v, cache.k[index], cache.v[index], batch, cache.block_size, attn_dtype,
+                                self.batch_invariant)
             x = x + F.linear(o.to(x.dtype), o_w)
             gate, up = F.linear(self._rms(x, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
             x = x + F.linear(F.silu(gate) * up, down_w)

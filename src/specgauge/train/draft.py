@@ -41,6 +41,7 @@ class DraftTrainConfig:
     step_decay: float = 0.8
     feed: str = "draft"
     draft_vocab_size: int = 2048
+    intermediate_size: int | None = None  # the head's MLP width; None: the target's
     bf16: bool = True
     seed: int = 0
     threads: int = 2
@@ -57,6 +58,8 @@ class DraftTrainConfig:
         for name in ("max_len", "batch_size", "max_steps", "eval_every", "eval_samples", "draft_vocab_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        if self.intermediate_size is not None and self.intermediate_size <= 0:
+            raise ValueError("intermediate_size must be positive")
         if self.minutes is not None and self.minutes <= 0:
             raise ValueError("minutes must be positive")
         if not 0 < self.step_decay <= 1:
@@ -158,7 +161,8 @@ class DraftTrainer(Trainer):
         random.seed(config.seed)
         torch.set_num_threads(config.threads)
         self.target = target.eval().requires_grad_(False)
-        self.head = Eagle3Head(Eagle3Config.for_target(target.config, config.draft_vocab_size, aux_layers))
+        self.head = Eagle3Head(Eagle3Config.for_target(target.config, config.draft_vocab_size, aux_layers,
+                                                       intermediate_size=config.intermediate_size))
         self.head.share_embeddings(target)
         self.model = self.head  # what the inherited loop puts in train mode
         counts = token_counts(train_sources, target.config.vocab_size, config.weights)

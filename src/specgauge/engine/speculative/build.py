@@ -23,8 +23,11 @@ def build_drafter(spec: SpeculativeConfig, model: LlamaForCausalLM, blocks: Bloc
     from specgauge.engine.eagle3 import load_eagle3
     from specgauge.engine.speculative.eagle import Eagle3Drafter
 
+    # On CPU the head runs in fp32 whatever the target's dtype: one-row matmuls are faster in
+    # fp32 there, and drafts need not be batch-invariant (the target's verify decides).
+    head_dtype = torch.float32 if device.type == "cpu" else dtype
     try:
-        head = load_eagle3(spec.draft_dir, target=model, device=device, dtype=dtype)
+        head = load_eagle3(spec.draft_dir, target=model, device=device, dtype=head_dtype)
     except (ValueError, FileNotFoundError, KeyError) as exc:
         raise UserError(f"--speculative-draft-model-path {spec.draft_dir}: {exc}") from None
     return Eagle3Drafter(head, blocks, device, dtype, spec.num_steps, spec.eagle_topk, spec.draft_tokens)

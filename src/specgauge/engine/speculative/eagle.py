@@ -13,14 +13,19 @@ Per request (``Request.draft_state``, an :class:`EagleState`):
   ``num_computed − 1``, recorded after every target forward (prefill chunks, verifies of the
   accepted path, plain decode steps while speculation is switched off).
 
-A step's drafting starts with one *catch-up* forward over every decoding request's pending
-pairs (ragged: the previous step's accepted tokens + 1, a whole prompt, or every token decoded
-while speculation was off), which leaves ``draft_len == num_computed`` and gives the first draft
-distribution. At most ``CATCH_UP_BUDGET`` pairs run per step, smallest backlogs first: a request
-with a longer backlog catches up over several steps and drafts once it is level. A chain then runs ``k − 1`` one-token steps, each attending to the cached pairs and
+A step's drafting starts with one *catch-up* forward over the pending pairs of every request
+drafting this step (ragged: the previous step's accepted tokens + 1, a whole prompt, or every
+token decoded while speculation was off), which leaves ``draft_len == num_computed`` and gives
+the first draft distribution. At most ``CATCH_UP_BUDGET`` pairs run per step, smallest backlogs
+first: a request with a longer backlog catches up over several steps and drafts once it is
+level; one whose backlog is long against the tokens it has left (over ``CATCH_UP_MIN`` pairs and
+over ``CATCH_UP_PER_TOKEN_LEFT`` per token left) is not caught up at all and finishes plain. A
+chain then runs ``k − 1`` one-token steps (their batch built directly, the tokens kept on the
+device until the chain is done), each attending to the cached pairs and
 the chain so far. A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's
 scheme: children scored by cumulative draft log-probability) and recomputes the expanded nodes
 each step under a tree mask; the best ``num_draft_tokens − 1`` nodes form the draft tree.
+On CPU the head runs in fp32 whatever the target's dtype (see ``build_drafter``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import torch.nn.functional as F
 
 from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.eagle3 import Eagle3Head
-from specgauge.engine.kv_cache import ForwardBatch, KVCache
+from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch, KVCache
 from specgauge.engine.model import apply_rope, paged_attention
 from specgauge.engine.scheduler import Request
 from specgauge.engine.speculative.layout import Segment, layout
@@ -40,6 +45,8 @@ from specgauge.engine.speculative.tree import DraftTree
 
 
 CATCH_UP_BUDGET = 1024  # draft pairs caught up per step at most (across requests)
+CATCH_UP_PER_TOKEN_LEFT = 4  # a backlog longer than this many pairs per token still to generate is not caught up
+CATCH_UP_MIN = 64  # … unless it is at most this long
 
 
 @dataclass
@@ -80,19 +87,32 @@ class Eagle3Drafter:
         self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
         self.cache = KVCache(1, blocks.num_blocks, blocks.block_size, cfg.num_key_value_heads, cfg.head_size,
-                             dtype, device)
+                             head.fc.weight.dtype, device)  # the head's own dtype (see ``build_drafter``)
         self._prepare()
 
     def _prepare(self) -> None:
-        """Plain weight tensors for the step (q/k/v and gate/up fused: fewer, larger matmuls)."""
+        """Plain weight tensors for the step (q/k/v and gate/up fused: fewer, larger matmuls; no
+        module attribute is read in the step)."""
         head, mid = self.head, self.head.midlayer
         attn, mlp = mid.self_attn, mid.mlp
         with torch.no_grad():
             self._qkv_w = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach()
             self._gate_up_w = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
+        self._weights = (head.embed_tokens.weight, head.fc.weight, self._qkv_w, attn.o_proj.weight,
+                         self._gate_up_w, mlp.down_proj.weight, head.lm_head.weight)
         self._split = (attn.num_heads, attn.num_kv_heads, attn.head_dim)
-        self._norms = (mid.input_layernorm, mid.hidden_norm, mid.post_attention_layernorm, head.norm)
+        self._norm_weights = tuple(n.weight for n in (mid.input_layernorm, mid.hidden_norm,
+                                                      mid.post_attention_layernorm, head.norm))
+        self._eps = head.config.rms_norm_eps
+        self.dtype = head.fc.weight.dtype
+        self._d2t = head.d2t
         self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # (P, D) cos/sin tables, grown on demand
+
+    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """RMSNorm (fused op in fp32; HF's fp32-then-cast order otherwise)."""
+        if x.dtype == torch.float32:
+            return F.rms_norm(x, weight.shape, weight, self._eps)
+        return weight * F.rms_norm(x.float(), weight.shape, None, self._eps).to(x.dtype)
 
     def _cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin (N, D) of ``positions`` (N,) from tables (a step computes no sin/cos)."""
@@ -121,39 +141,54 @@ class Eagle3Drafter:
         state.pending.append(features)
 
     # -- the head's cached forward -----------------------------------------------------------
-    def forward(self, batch: ForwardBatch, features: torch.Tensor, fused: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, batch: ForwardBatch, features: torch.Tensor, fused: bool,
+                all_rows: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """One pass of the head over ``batch`` against its KV pool (writing the new K/V).
 
         ``features`` (N, 3H) target features (``fused=False``: fc applies) or (N, h) features
         the head produced itself. Returns its output features (N, h) and draft logits
-        (M, draft_vocab) for ``batch.logit_indices``.
+        (M, draft_vocab) for ``batch.logit_indices`` (every row when ``all_rows``).
         """
-        head = self.head
+        embed_w, fc_w, qkv_w, o_w, gate_up_w, down_w, lm_w = self._weights
+        in_norm, hidden_norm, post_norm, final_norm = self._norm_weights
         n_q, n_kv, d = self._split
-        in_norm, hidden_norm, post_norm, final_norm = self._norms
-        feat = features if fused else head.fuse(features)  # (N, h)
-        x = torch.cat([in_norm(head.embed(batch.input_ids)), hidden_norm(feat)], dim=-1)  # (N, 2h)
+        feat = features if fused else F.linear(features.to(self.dtype), fc_w)  # (N, h)
+        embeds = F.embedding(batch.input_ids, embed_w).to(self.dtype)  # (N, h)
+        x = torch.cat([self._norm(embeds, in_norm), self._norm(feat, hidden_norm)], dim=-1)  # (N, 2h)
         n = x.shape[0]
-        qkv = F.linear(x, self._qkv_w)  # (N, (Hq + 2 Hkv) D)
+        qkv = F.linear(x, qkv_w)  # (N, (Hq + 2 Hkv) D)
         cos, sin = self._cos_sin(batch.positions)  # (N, D)
         qk = apply_rope(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos.unsqueeze(1), sin.unsqueeze(1))
         q, k = qk[:, :n_q].contiguous(), qk[:, n_q:].contiguous()  # (N, Hq, D), (N, Hkv, D)
         v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
         out = paged_attention(q, k, v, self.cache.k[0], self.cache.v[0], batch, self.cache.block_size,
                               torch.float32)  # (N, Hq*D)
-        hidden = feat + F.linear(out.to(feat.dtype), head.midlayer.self_attn.o_proj.weight)  # (N, h)
-        gate, up = F.linear(post_norm(hidden), self._gate_up_w).chunk(2, -1)  # (N, I) each
-        hidden = hidden + F.linear(F.silu(gate) * up, head.midlayer.mlp.down_proj.weight)  # (N, h)
-        last = hidden.index_select(0, batch.logit_indices)  # (M, h)
-        return hidden, F.linear(final_norm(last), head.lm_head.weight)  # (M, draft_vocab)
+        hidden = feat + F.linear(out.to(feat.dtype), o_w)  # (N, h)
+        gate, up = F.linear(self._norm(hidden, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
+        hidden = hidden + F.linear(F.silu(gate) * up, down_w)  # (N, h)
+        last = hidden if all_rows else hidden.index_select(0, batch.logit_indices)  # (M, h)
+        return hidden, F.linear(self._norm(last, final_norm), lm_w)  # (M, draft_vocab)
+
+    def _chain_batch(self, table: torch.Tensor, positions: torch.Tensor, token_ids: torch.Tensor) -> ForwardBatch:
+        """A chain step's batch without :func:`layout`: one new token per request at
+        ``positions`` (B,), whose block tables are ``table`` (B, nb) — one decode group."""
+        block = self.blocks.block_size
+        slots = table.gather(1, (positions // block).unsqueeze(1)).squeeze(1) * block + positions % block  # (B,)
+        keys = torch.arange(table.shape[1] * block, device=self.device)  # (Tk,)
+        mask = torch.zeros(positions.shape[0], 1, 1, keys.shape[0], device=self.device).masked_fill_(
+            (keys.unsqueeze(0) > positions.unsqueeze(1)).view(positions.shape[0], 1, 1, -1), float("-inf"))
+        group = AttentionGroup(0, positions.shape[0], positions.shape[0], 1, table, mask)
+        return ForwardBatch(token_ids, positions, slots, [group], torch.arange(positions.shape[0], device=self.device))
 
     # -- drafting --------------------------------------------------------------------------
     def propose(self, requests: list[Request], ks: list[int]) -> list[DraftTree]:
         """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none)."""
         trees = [DraftTree.chain(())] * len(requests)
-        active = [i for i, k in enumerate(ks) if k > 0]
-        # Catch-up forward: every decoding request's pending pairs (also those not drafting now).
-        roots = self._catch_up(requests)
+        active = [i for i, k in enumerate(ks) if k > 0 and self._worth_catching_up(requests[i])]
+        # Catch-up forward over the pending pairs of the requests drafting now; one not drafting
+        # this step keeps its backlog for a later one.
+        caught = self._catch_up([requests[i] for i in active])
+        roots = {active[j]: root for j, root in caught.items()}
         active = [i for i in active if i in roots]
         if not active:
             return trees
@@ -165,6 +200,16 @@ class Eagle3Drafter:
                                                    [ks[i] for i in active])):
                 trees[i] = tree
         return trees
+
+    @staticmethod
+    def _worth_catching_up(request: Request) -> bool:
+        """Whether drafting can still pay for the request's backlog: a long one (after an off
+        period) is not caught up when few tokens are left to gain from it."""
+        state = request.draft_state
+        if not isinstance(state, EagleState):
+            return True
+        left = request.params.max_tokens - len(request.output_ids)
+        return state.num_pending <= max(CATCH_UP_MIN, CATCH_UP_PER_TOKEN_LEFT * left)
 
     def _catch_up(self, requests: list[Request]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
         """Run pending pairs, at most ``catch_up_budget`` of them per step (smallest backlogs
@@ -202,26 +247,38 @@ class Eagle3Drafter:
                 out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
         return out
 
+    def _d2t_map(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        """Draft-vocabulary ids → target ids."""
+        return draft_ids + self._d2t.index_select(0, draft_ids)
+
     def _chain(self, requests: list[Request], roots: list, ks: list[int]) -> list[DraftTree]:
-        """k − 1 one-token steps after the catch-up: greedy draft tokens."""
-        first = self.head.draft_to_target(torch.stack([logits for _, logits in roots]).argmax(-1)).tolist()
-        drafts = [[token] for token in first]
-        features = [feature for feature, _ in roots]
-        for step in range(1, max(ks)):
-            live = [i for i, k in enumerate(ks) if k > step]
-            if not live:
-                break
-            segments = [Segment(requests[i].request_id, requests[i].draft_state.draft_len + step - 1,
-                                [drafts[i][-1]], [0]) for i in live]
-            batch = layout(segments, self.blocks, self.device)
-            order = sorted(range(len(live)), key=lambda j: len(segments[j].tokens))  # stable: all length 1
-            hidden, logits = self.forward(batch, torch.stack([features[live[j]] for j in order]), fused=True)
-            picked = self.head.draft_to_target(logits.argmax(-1)).tolist()
-            for j, i in enumerate(live):
-                seg = segments[j]
-                drafts[i].append(picked[seg.logit_offset])
-                features[i] = hidden[seg.offset]
-        return [DraftTree.chain(d[:k]) for d, k in zip(drafts, ks)]
+        """k − 1 one-token steps after the catch-up: greedy draft tokens, kept as tensors (one
+        host sync at the end, not one per step)."""
+        columns = [self._d2t_map(torch.stack([logits for _, logits in roots]).argmax(-1))]  # each (B,)
+        features = torch.stack([feature for feature, _ in roots])  # (B, h) of the live chains
+        if max(ks) > 1:
+            tables = [self.blocks.table(r.request_id).blocks for r in requests]
+            width = max(len(t) for t in tables)
+            table = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.long, device=self.device)
+            base = torch.tensor([r.draft_state.draft_len for r in requests], dtype=torch.long, device=self.device)
+            live = list(range(len(requests)))
+            rows = None  # index of the live chains among all (None: every chain is live)
+            for step in range(1, max(ks)):
+                still = [j for j, i in enumerate(live) if ks[i] > step]
+                if len(still) < len(live):  # some chains are done: run the rest only
+                    keep = torch.tensor(still, device=self.device)
+                    table, base, features = table[keep], base[keep], features[keep]
+                    live = [live[j] for j in still]
+                    rows = torch.tensor(live, device=self.device)
+                tokens = columns[-1] if rows is None else columns[-1].index_select(0, rows)
+                features, logits = self.forward(self._chain_batch(table, base + step - 1, tokens), features,
+                                                fused=True, all_rows=True)
+                picked = self._d2t_map(logits.argmax(-1))  # (live,)
+                if rows is not None:
+                    picked = torch.zeros_like(columns[0]).index_copy_(0, rows, picked)
+                columns.append(picked)
+        drafts = torch.stack(columns, dim=1).tolist()  # (B, max k)
+        return [DraftTree.chain(tuple(d[:k])) for d, k in zip(drafts, ks)]
 
     def _tree(self, requests: list[Request], roots: list) -> list[DraftTree]:
         """Top-k expansion for ``num_steps`` depths, then the best ``max_drafts`` nodes."""

@@ -113,8 +113,11 @@ class SpeculativeRunner(ModelRunner):
                     report.verdicts[seq.request.request_id] = (0, 0)
                 outputs.append(SeqOutput(list(verdict.tokens), seq.num_new))
             if features is not None:
-                rows = torch.tensor([seg.offset + r for r in kept_rows], device=self.device)
-                self.drafter.observe(seq.request, features.index_select(0, rows))
+                if tree and kept_rows != list(range(len(kept_rows))):  # a tree's path: gather its rows
+                    rows = torch.tensor([seg.offset + r for r in kept_rows], device=self.device)
+                    self.drafter.observe(seq.request, features.index_select(0, rows))
+                else:  # a chain prefix or a plain step: consecutive rows, a view (no copy)
+                    self.drafter.observe(seq.request, features[seg.offset:seg.offset + len(kept_rows)])
         report.verify_seconds = time.perf_counter() - start - report.draft_seconds
         self.last = report
         return outputs
@@ -123,7 +126,7 @@ class SpeculativeRunner(ModelRunner):
                 logits: torch.Tensor) -> dict[int, Verdict]:
         """Greedy or rejection-sampling acceptance per sequence; plain sequences sample one token."""
         verdicts: dict[int, Verdict] = {}
-        argmax = logits.argmax(-1).tolist()  # (M,)
+        argmax = logits.argmax(-1).tolist() if trees else []  # (M,); only verifies read it
         plain = [(seq, seg) for seq, seg in zip(seqs, segments) if not trees.get(id(seq)) and seg.logit_rows]
         if plain:
             for seq, _ in plain:
