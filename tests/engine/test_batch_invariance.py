@@ -25,7 +25,7 @@ def bf16_model(tmp_path):
 def logits_of(model, plan, tokens, others):
     """Run ``tokens`` through steps of the given new-token counts, each step also carrying
     ``others`` (name → ids, advanced alongside one chunk at a time); its logits, row by row."""
-    runner, blocks = runner_for(model, num_blocks=200)
+    runner, blocks = runner_for(model, num_blocks=260)
     request = Request("main", tokens, SamplingParams())
     side = {name: Request(name, ids, SamplingParams()) for name, ids in others.items()}
     done = {name: 0 for name in side}

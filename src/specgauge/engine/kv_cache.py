@@ -62,7 +62,7 @@ class AttentionGroup:
     q_len: int
     block_table: torch.Tensor | None
     mask: torch.Tensor | None
-    folded_mask: torch.Tensor | None = None  # the mask per (head, row), built once a forward (row-wise attention)
+    folded_mask: "torch.Tensor | list | None" = None  # the mask per (head, row), built once a forward (row-wise attention)
 
     @property
     def fresh(self) -> bool:
