@@ -213,9 +213,10 @@ def main() -> None:
         for level in levels:
             measured = aggregate({a: servers[a] for a in ("off", "eagle3", "adaptive")}, coding, level, args)
             rates.update({(level, arm): rate for arm, rate in measured.items()})
-        winning = [level for level in levels if rates[(level, "eagle3")] >= rates[(level, "off")]]
         crossover = next((level for level in levels if rates[(level, "eagle3")] < rates[(level, "off")]), None)
-        threshold = args.disable_above if args.disable_above is not None else (max(winning) if winning else 0)
+        # speculate up to the last level before the crossover (every level when there is none)
+        before = levels[:levels.index(crossover)] if crossover is not None else levels
+        threshold = args.disable_above if args.disable_above is not None else (before[-1] if before else 0)
         # --speculative-disable-above at the crossover: speculate up to the last level where it won
         proc = EngineProcess(common + eagle + ["--speculative-disable-above", str(threshold)], start_timeout=180)
         processes["disable-above"] = proc
@@ -232,7 +233,7 @@ def main() -> None:
                   f"{r['off (again)']:>11.1f}{r['disable-above']:>15.1f}{r['disable-above'] / r['off (again)']:>11.2f}x")
         print(f"crossover (first concurrency where eagle3 < off): {crossover if crossover else 'not reached'}; "
               f"--speculative-disable-above {threshold} "
-              f"({'given' if args.disable_above is not None else 'the last concurrency where eagle3 won'})")
+              f"({'given' if args.disable_above is not None else 'the last concurrency before the crossover'})")
         print_goals(rates, levels)
     finally:
         for proc in processes.values():

@@ -79,3 +79,15 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
     assert len(records) > 20
     mismatches = [(seq[-3:], got) for seq, got in records if tuple(reference_drafts(target, head, seq)) != got]
     assert not mismatches, mismatches[:3]
+
+
+def test_a_chain_stops_after_an_unsure_draft_token(tiny_model_dir, head_dir):
+    engine = make_spec_engine(tiny_model_dir, speculative=SpeculativeConfig(
+        algorithm="EAGLE3", num_steps=4, draft_model_path=str(head_dir), min_draft_prob=0.6))
+    drafter = engine.runner.drafter
+    sure, unsure = torch.tensor([0.0, 5.0, 0.0]), torch.tensor([1.0, 1.1, 1.0])  # max prob 0.99 vs 0.36
+    logits = torch.stack([sure, unsure, sure])
+    # rows are the live chains 0, 2, 3; the unsure one (chain 2) stops at this length, the others go on
+    assert drafter._stop_unsure([4, 4, 4, 3], [0, 2, 3], logits, 2) == [4, 4, 2, 3]
+    drafter.min_draft_prob = 0.0  # off: every chain keeps its k
+    assert drafter._stop_unsure([4, 4], [0, 1], logits[:2], 1) == [4, 4]

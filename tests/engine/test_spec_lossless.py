@@ -64,6 +64,8 @@ CONFIGS = {
     # starts with 32 running > 8: plain; speculation comes on mid-request as the batch drains
     "eagle-chain-switching": dict(algorithm="EAGLE3", num_steps=3, disable_above=8),
     "ngram-adaptive": dict(algorithm="NGRAM", num_steps=3, adaptive=True),
+    # chains cut after an unsure draft token: ragged chain lengths inside one batch
+    "eagle-chain-min-prob": dict(algorithm="EAGLE3", num_steps=4, min_draft_prob=0.02),
 }
 
 

@@ -62,6 +62,8 @@ def _positive(ctx, param, value):
               help="Tokens verified per request per step, root included (default: num-steps + 1).")
 @click.option("--speculative-disable-above", type=click.IntRange(min=0), default=None,
               help="Decode without speculation whenever more than N requests are running.")
+@click.option("--speculative-min-draft-prob", type=float, default=0.0, show_default=True,
+              help="EAGLE-3 chain: stop drafting after a token whose draft probability is below this (0 = off).")
 @click.option("--speculative-adaptive", is_flag=True,
               help="Choose the number of draft tokens (0 = off) each step from measured step times and acceptance.")
 def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served_model_name: str,
@@ -70,7 +72,8 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served
           incremental_streaming_output: bool, max_body_bytes: int, threads: int | None,
           speculative_algorithm: str, speculative_draft_model_path: Path | None, speculative_num_steps: int,
           speculative_eagle_topk: int, speculative_num_draft_tokens: int | None,
-          speculative_disable_above: int | None, speculative_adaptive: bool) -> None:
+          speculative_disable_above: int | None, speculative_min_draft_prob: float,
+          speculative_adaptive: bool) -> None:
     """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
     require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
                   "prometheus_client", "orjson")
@@ -92,7 +95,8 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served
             algorithm=speculative_algorithm.upper(), num_steps=speculative_num_steps,
             eagle_topk=speculative_eagle_topk, num_draft_tokens=speculative_num_draft_tokens,
             draft_model_path=str(speculative_draft_model_path) if speculative_draft_model_path else None,
-            disable_above=speculative_disable_above, adaptive=speculative_adaptive),
+            disable_above=speculative_disable_above, adaptive=speculative_adaptive,
+            min_draft_prob=speculative_min_draft_prob),
     )
     config.validate()  # bad flags fail with one line before anything loads
     print(f"loading {model_dir} on {device} ...", file=sys.stderr, flush=True)

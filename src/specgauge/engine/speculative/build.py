@@ -30,7 +30,8 @@ def build_drafter(spec: SpeculativeConfig, model: LlamaForCausalLM, blocks: Bloc
         head = load_eagle3(spec.draft_dir, target=model, device=device, dtype=head_dtype)
     except (ValueError, FileNotFoundError, KeyError) as exc:
         raise UserError(f"--speculative-draft-model-path {spec.draft_dir}: {exc}") from None
-    return Eagle3Drafter(head, blocks, device, dtype, spec.num_steps, spec.eagle_topk, spec.draft_tokens)
+    return Eagle3Drafter(head, blocks, device, dtype, spec.num_steps, spec.eagle_topk, spec.draft_tokens,
+                         min_draft_prob=spec.min_draft_prob)
 
 
 def build_speculation(spec: SpeculativeConfig, model: LlamaForCausalLM, cache: KVCache, blocks: BlockManager,

@@ -19,6 +19,8 @@ class SpeculativeConfig:
       ``num_steps + 1``; tree: the best ``num_draft_tokens - 1`` nodes by draft score);
     * ``disable_above``: plain decoding whenever more requests than this are running;
     * ``adaptive``: choose the number of draft tokens each step from measured step times.
+    * ``min_draft_prob``: an EAGLE-3 chain stops growing after a draft token whose draft
+      probability is below this (0 = always draft ``num_steps``); ours, not SGLang's.
     """
 
     algorithm: str = "NONE"
@@ -28,6 +30,7 @@ class SpeculativeConfig:
     draft_model_path: str | None = None
     disable_above: int | None = None
     adaptive: bool = False
+    min_draft_prob: float = 0.0
     ngram_max_n: int = 3
     ngram_min_n: int = 1
 
@@ -76,6 +79,8 @@ class SpeculativeConfig:
             raise ValueError("--speculative-eagle-topk must be ≥ 1")
         if self.disable_above is not None and self.disable_above < 0:
             raise ValueError("--speculative-disable-above must be ≥ 0")
+        if not 0.0 <= self.min_draft_prob < 1.0:
+            raise ValueError(f"--speculative-min-draft-prob must be in [0, 1); got {self.min_draft_prob}")
         if not 1 <= self.ngram_min_n <= self.ngram_max_n:
             raise ValueError("n-gram sizes must satisfy 1 ≤ min ≤ max")
         if self.eagle_topk > 1 and self.algorithm != "EAGLE3":

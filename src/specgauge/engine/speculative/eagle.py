@@ -75,8 +75,10 @@ class Eagle3Drafter:
     """Drafts with an EAGLE-3 head over the target's features; owns the head's KV pool."""
 
     def __init__(self, head: Eagle3Head, blocks: BlockManager, device: torch.device, dtype: torch.dtype,
-                 num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> None:
+                 num_steps: int, topk: int = 1, num_draft_tokens: int | None = None,
+                 min_draft_prob: float = 0.0) -> None:
         self.head = head
+        self.min_draft_prob = min_draft_prob
         self.blocks = blocks
         self.device = device
         self.target_dtype = dtype
@@ -271,6 +273,19 @@ class Eagle3Drafter:
                 out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
         return out
 
+    def _stop_unsure(self, ks: list[int], live, logits: torch.Tensor, length: int) -> list[int]:
+        """Cut at ``length`` the chains (``live``: their indices, rows of ``logits``) whose newest
+        draft token has a draft probability below ``min_draft_prob``: the target would likely
+        reject the next tokens, and each costs a head forward (EAGLE-2's observation that draft
+        confidence tracks acceptance)."""
+        if self.min_draft_prob <= 0:
+            return ks
+        sure = torch.softmax(logits.float(), dim=-1).amax(-1).tolist()
+        for i, p in zip(live, sure):
+            if p < self.min_draft_prob:
+                ks[i] = min(ks[i], length)
+        return ks
+
     def _d2t_map(self, draft_ids: torch.Tensor) -> torch.Tensor:
         """Draft-vocabulary ids → target ids."""
         return draft_ids + self._d2t.index_select(0, draft_ids)
@@ -278,8 +293,10 @@ class Eagle3Drafter:
     def _chain(self, requests: list[Request], roots: list, ks: list[int]) -> list[DraftTree]:
         """k − 1 one-token steps after the catch-up: greedy draft tokens, kept as tensors (one
         host sync at the end, not one per step)."""
-        columns = [self._d2t_map(torch.stack([logits for _, logits in roots]).argmax(-1))]  # each (B,)
+        first = torch.stack([logits for _, logits in roots])  # (B, Vd)
+        columns = [self._d2t_map(first.argmax(-1))]  # each (B,)
         features = torch.stack([feature for feature, _ in roots])  # (B, h) of the live chains
+        ks = self._stop_unsure(list(ks), range(len(ks)), first, 1)
         if max(ks) > 1:
             tables = [self.blocks.table(r.request_id).blocks for r in requests]
             width = max(len(t) for t in tables)
@@ -290,16 +307,19 @@ class Eagle3Drafter:
             rows = None  # index of the live chains among all (None: every chain is live)
             for step in range(1, max(ks)):
                 still = [j for j, i in enumerate(live) if ks[i] > step]
+                if not still:
+                    break
                 if len(still) < len(live):  # some chains are done: run the rest only
-                    keep = torch.tensor(still, device=self.device)
+                    keep = torch.tensor(still, dtype=torch.long, device=self.device)
                     table, features = table[keep], features[keep]
                     steps = tuple(t[keep] for t in steps)
                     live = [live[j] for j in still]
-                    rows = torch.tensor(live, device=self.device)
+                    rows = torch.tensor(live, dtype=torch.long, device=self.device)
                 tokens = columns[-1] if rows is None else columns[-1].index_select(0, rows)
                 features, logits = self.forward(self._chain_batch(table, steps, step, tokens), features,
                                                 fused=True, all_rows=True)
                 picked = self._d2t_map(logits.argmax(-1))  # (live,)
+                ks = self._stop_unsure(ks, live, logits, step + 1)
                 if rows is not None:
                     picked = torch.zeros_like(columns[0]).index_copy_(0, rows, picked)
                 columns.append(picked)
