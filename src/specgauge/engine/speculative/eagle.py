@@ -38,7 +38,8 @@ import torch.nn.functional as F
 from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.eagle3 import Eagle3Head
 from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch, KVCache
-from specgauge.engine.model import apply_rope, paged_attention
+from specgauge.engine.attention import paged_attention
+from specgauge.engine.model import apply_rope
 from specgauge.engine.scheduler import Request
 from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.tree import DraftTree

@@ -1,0 +1,162 @@
+"""Attention over the paged KV pool, and the batch-invariant (row-wise) variant.
+
+:func:`paged_attention` writes a step's new K/V into one layer's slots and attends group by
+group (see :mod:`specgauge.engine.kv_cache`). With ``invariant`` every query row is computed the
+way a one-token decode computes it, so a token's output bits do not depend on what shares its
+step (docs/engine.md, "Batch invariance"); :func:`linear_is_batch_invariant` probes whether this
+machine's matmuls allow that at all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch
+
+
+def rowwise_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                      group: "AttentionGroup | None" = None) -> torch.Tensor:
+    """Attention in which every query row is computed alone, so its bits do not depend on how
+    many rows share the call (a 5-token verify gives each row what a 1-token decode gives it).
+
+    q (B, Hq, Tq, D), k and v (B, Hkv, Tk, D), ``mask`` additive, broadcastable to (B, 1, Tq, Tk).
+    CPU SDPA blocks the query rows of one head together, and the blocking changes the float
+    arithmetic; folding the Tq rows into the head axis (head ``h * Tq + i`` is row ``i`` of head
+    ``h``, still mapped to kv head ``h // group``) makes every (sequence, head) a one-row query,
+    the same call a decode makes. The folded mask is built once per ``group`` (all layers share it).
+    """
+    b, n_q, t_q, d = q.shape
+    if t_q == 1:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    folded = group.folded_mask if group is not None else None
+    if folded is None:
+        folded = mask.expand(b, n_q, t_q, mask.shape[-1]).reshape(b, n_q * t_q, 1, mask.shape[-1])
+        if group is not None:
+            group.folded_mask = folded
+    out = F.scaled_dot_product_attention(q.reshape(b, n_q * t_q, 1, d), k, v, attn_mask=folded, enable_gqa=True)
+    return out.view(b, n_q, t_q, d)
+
+
+KEY_ALIGN = 16  # row-wise attention keeps the key count a multiple of this (see ``aligned_keys``)
+ROW_CHUNK = 32  # a fresh prefill attends this many rows at a time (``rowwise_causal_attention``)
+
+
+def rowwise_causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                             group: "AttentionGroup | None" = None) -> torch.Tensor:
+    """:func:`rowwise_attention` for a fresh causal group, ``ROW_CHUNK`` rows at a time against
+    only the keys those rows can see (rounded up to ``KEY_ALIGN``): about half the work of one call
+    over every key, and the same bits (a row's result is the same for any aligned key count that
+    covers its visible keys)."""
+    b, n_q, t_q, d = q.shape
+    if t_q <= ROW_CHUNK:
+        return rowwise_attention(q, k, v, mask, group)
+    spans = [(a, min(a + ROW_CHUNK, t_q)) for a in range(0, t_q, ROW_CHUNK)]
+    masks = group.folded_mask if group is not None else None
+    if masks is None:
+        masks = []
+        for a, e in spans:
+            width = aligned_width(e)
+            masks.append(mask[..., a:e, :width].expand(b, n_q, e - a, width).reshape(b, n_q * (e - a), 1, width))
+        if group is not None:
+            group.folded_mask = masks
+    outs = []
+    for (a, e), folded in zip(spans, masks):
+        width = folded.shape[-1]
+        rows = q[:, :, a:e].reshape(b, n_q * (e - a), 1, d)
+        out = F.scaled_dot_product_attention(rows, k[:, :, :width], v[:, :, :width], attn_mask=folded, enable_gqa=True)
+        outs.append(out.view(b, n_q, e - a, d))
+    return torch.cat(outs, dim=2)
+
+
+def causal_mask(length: int, dtype: torch.dtype, device: torch.device, width: int | None = None) -> torch.Tensor:
+    """Additive causal mask (1, 1, T, width): 0 on and below the diagonal, -inf above and in the
+    padding past T."""
+    width = width or length
+    future = torch.ones(length, width, dtype=torch.bool, device=device).triu(1)
+    return torch.zeros(length, width, dtype=dtype, device=device).masked_fill_(future, float("-inf")).view(
+        1, 1, length, width)
+
+
+def aligned_keys(k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad k and v (B, Hkv, Tk, D) with masked keys up to ``mask``'s width.
+
+    CPU SDPA's result for a row changes with the number of keys past its last visible one unless
+    that number is a multiple of 16 (its vector tails); padding every call to a multiple of
+    ``KEY_ALIGN`` keeps a row's bits the same whether its keys came from the cache (whole blocks)
+    or from the step's own tokens.
+    """
+    pad = mask.shape[-1] - k.shape[2]
+    if pad == 0:
+        return k, v
+    return F.pad(k, (0, 0, 0, pad)), F.pad(v, (0, 0, 0, pad))
+
+
+def aligned_width(length: int) -> int:
+    return -(-length // KEY_ALIGN) * KEY_ALIGN
+
+
+def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: torch.Tensor,
+                    v_layer: torch.Tensor, batch: "ForwardBatch", block_size: int,
+                    attn_dtype: torch.dtype, invariant: bool = False) -> torch.Tensor:
+    """Write the step's new K/V into one layer's pool and attend, group by group.
+
+    q (N, Hq, D), k and v (N, Hkv, D) for the step's new tokens; ``k_layer``/``v_layer``
+    (S, Hkv, D) are the layer's slots. Returns the attention output (N, Hq * D) in ``attn_dtype``.
+    Shared by the target's cached forward and the EAGLE-3 head's (one layer of its own).
+    ``invariant``: attend row by row (:func:`rowwise_attention`), so a token's output is the
+    same bits whatever else is in the step — prefill chunking, verify length, batch.
+    """
+    n, n_q, d = q.shape
+    n_kv = k.shape[1]
+    gqa = n_q != n_kv
+    k_layer.index_copy_(0, batch.write_slots, k.to(k_layer.dtype))
+    v_layer.index_copy_(0, batch.write_slots, v.to(v_layer.dtype))
+    num_blocks = k_layer.shape[0] // block_size
+    k_blocks = k_layer.view(num_blocks, block_size, n_kv, d)  # (blocks, bs, Hkv, D)
+    v_blocks = v_layer.view(num_blocks, block_size, n_kv, d)
+    outs = []
+    for g in batch.groups:
+        qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
+        if g.fresh:
+            kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
+            vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
+            if invariant:
+                if g.mask is None:
+                    g.mask = causal_mask(g.q_len, attn_dtype, q.device, aligned_width(g.q_len))
+                kg, vg = aligned_keys(kg.to(attn_dtype), vg.to(attn_dtype), g.mask)
+                o = rowwise_causal_attention(qg.to(attn_dtype), kg, vg, g.mask, g)
+            else:
+                o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                   is_causal=g.q_len > 1, enable_gqa=gqa)
+        else:  # gather whole blocks (index_select: ~3x faster than advanced indexing on CPU)
+            blocks = g.block_table.reshape(-1)  # (B*nb,)
+            kg = k_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)  # (B, Hkv, Tk, D)
+            vg = v_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)
+            if invariant:
+                if g.mask.shape[-1] % KEY_ALIGN:  # blocks smaller than 16 tokens: pad the mask once
+                    g.mask = F.pad(g.mask, (0, -g.mask.shape[-1] % KEY_ALIGN), value=float("-inf"))
+                kg, vg = aligned_keys(kg.to(attn_dtype), vg.to(attn_dtype), g.mask)
+                o = rowwise_attention(qg.to(attn_dtype), kg, vg, g.mask, g)
+            else:
+                o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
+                                                   attn_mask=g.mask, enable_gqa=gqa)
+        outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
+    return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+
+def linear_is_batch_invariant(weight: torch.Tensor) -> bool:
+    """Probe: does ``F.linear`` with ``weight`` give a row the same bits alone as among 2, 5 or
+    300 rows? True for bf16 on CPUs with native bf16 (oneDNN), false for fp32 (MKL switches
+    kernels with the row count)."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(300, weight.shape[1], generator=generator).to(weight.device, weight.dtype)
+    with torch.no_grad():
+        full = F.linear(x, weight)
+        rows = (0, 1, 4, 150, 299)
+        single = torch.cat([F.linear(x[i:i + 1], weight) for i in rows])
+        return (torch.equal(single, full[list(rows)]) and torch.equal(F.linear(x[:2], weight), full[:2])
+                and torch.equal(F.linear(x[:5], weight), full[:5]))
