@@ -149,7 +149,8 @@ def main() -> None:
     parser.add_argument("--model", help="target directory (default: the shipped target)")
     parser.add_argument("--draft", help="EAGLE-3 head directory (default: the shipped drafter)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--num-steps", type=int, default=4, help="draft tokens per verify (chain)")
+    parser.add_argument("--num-steps", type=int, default=None, help="draft tokens per verify (chain); default: serve's")
+    parser.add_argument("--min-draft-prob", type=float, default=None, help="EAGLE-3 chain cut-off; default: serve's")
     parser.add_argument("--tokens", type=int, default=128, help="max tokens per single-stream request")
     parser.add_argument("--agg-tokens", type=int, default=64, help="max tokens per aggregate request")
     parser.add_argument("--single-requests", type=int, default=6, help="requests per suite and arm, single stream")
@@ -167,17 +168,20 @@ def main() -> None:
     target, draft, note = resolve_models(args, scratch)
     common = ["--model", str(target), "--threads", str(args.threads), "--max-running-requests", str(max(levels)),
               "--max-waiting-requests", str(4 * max(levels)), "--max-tokens-per-step", str(max(512, 2 * max(levels)))]
-    eagle = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft),
-             "--speculative-num-steps", str(args.num_steps)]
+    steps = ["--speculative-num-steps", str(args.num_steps)] if args.num_steps else []
+    eagle = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft), *steps]
+    if args.min_draft_prob is not None:
+        eagle += ["--speculative-min-draft-prob", str(args.min_draft_prob)]
     arm_flags = {
         "off": ["--speculative-algorithm", "NONE"],
         "eagle3": eagle,
-        "ngram": ["--speculative-algorithm", "NGRAM", "--speculative-num-steps", str(args.num_steps)],
+        "ngram": ["--speculative-algorithm", "NGRAM", *steps],
         "adaptive": eagle + ["--speculative-adaptive"],
     }
     if args.skip_aggregate:
         arm_flags = {k: v for k, v in arm_flags.items() if k in ("off", "eagle3", "ngram", "adaptive")}
-    print(f"models: {note}\n  target {target}\n  drafter {draft}\nthreads {args.threads}, chain k={args.num_steps}",
+    print(f"models: {note}\n  target {target}\n  drafter {draft}\nthreads {args.threads}, chain k="
+          f"{args.num_steps or 'serve default'}, min draft prob {args.min_draft_prob if args.min_draft_prob is not None else 'serve default'}",
           flush=True)
     processes = {arm: EngineProcess(common + flags, start_timeout=180) for arm, flags in arm_flags.items()}
     try:
