@@ -1,0 +1,101 @@
+"""Single-stream decode tok/s of speculative configurations in-process (no HTTP), interleaved.
+
+    PYTHONPATH=src python benchmarks/spec_inprocess.py                              # shipped models
+    PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain,k3,k5p30 --suite encyclopedic --prompts 12
+
+Each configuration is an :class:`Engine` of the shipped target (1 thread) built once; the
+prompts of ``--suite`` run one at a time through every configuration in turn (request by
+request, so drifting machine load falls on all alike), ``Engine.step`` driven here. A
+configuration is ``plain``, ``ngram`` or ``k<steps>p<percent>`` (EAGLE-3 chain of up to
+``steps`` drafts with ``--speculative-min-draft-prob percent/100``; ``k4p0`` = a fixed chain of 4),
+with a trailing ``ad`` for ``--speculative-adaptive``. Prints each one's median decode tok/s
+(tokens after the first / time after the first step), its ratio to ``plain`` and the median of
+the per-prompt ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+import torch  # noqa: E402
+
+from specgauge.engine.engine import Engine, EngineConfig  # noqa: E402
+from specgauge.engine.sampling_params import SamplingParams  # noqa: E402
+from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
+from specgauge.suites.registry import load_suite  # noqa: E402
+
+TARGET = ROOT / "src" / "specgauge" / "assets" / "target"
+
+
+def build(name: str, draft: str | None) -> Engine:
+    """The engine a configuration name describes (see the module docstring)."""
+    if name == "plain":
+        spec = SpeculativeConfig()
+    elif name == "ngram":
+        spec = SpeculativeConfig(algorithm="NGRAM", num_steps=5)
+    else:
+        match = re.fullmatch(r"k(\d+)p(\d+)(ad)?", name)
+        if not match:
+            raise SystemExit(f"unknown configuration {name!r} (plain, ngram, k<steps>p<percent>[ad])")
+        spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=int(match[1]), min_draft_prob=int(match[2]) / 100,
+                                 adaptive=bool(match[3]), draft_model_path=draft)
+    return Engine(EngineConfig(model_dir=str(TARGET), threads=1, speculative=spec))
+
+
+def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> float:
+    """One greedy request alone: decode tokens per second after its first step."""
+    engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), lambda event: None)
+    engine._drain_inbox(block=False)
+    engine.step()  # prefill + first token
+    started, count = time.perf_counter(), 0
+    while engine.scheduler.has_work:
+        count += sum(len(update.new_token_ids) for update in engine.step())
+    return count / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--configs", default="plain,k3p0,k4p0,k5p0,k5p30,ngram")
+    parser.add_argument("--suite", default="coding")
+    parser.add_argument("--prompts", type=int, default=10)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--draft", default=None, help="EAGLE-3 head directory (default: the shipped drafter)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    names = args.configs.split(",")
+    if "plain" not in names:
+        names.insert(0, "plain")
+    engines = {name: build(name, args.draft) for name in names}
+    suite = load_suite(args.suite)
+    tokenizer = engines["plain"].tokenizer
+    limit = engines["plain"].max_model_len - args.tokens - 8
+    prompts = []
+    for i in range(args.prompts):
+        request = suite.requests[(i * 7) % len(suite.requests)]
+        text = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in request.messages])
+        prompts.append(tokenizer.encode(text)[-limit:])
+    for engine in engines.values():  # warm-up: lazy allocations, the adaptive arm's first measurements
+        decode_rate(engine, prompts[0], args.tokens)
+    rates = {name: [] for name in engines}
+    for prompt in prompts:
+        for name, engine in engines.items():
+            rates[name].append(decode_rate(engine, prompt, args.tokens))
+    base = statistics.median(rates["plain"])
+    print(f"{args.suite}: {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
+          f"dtype {engines['plain'].config.torch_dtype}")
+    for name, values in rates.items():
+        paired = statistics.median(a / b for a, b in zip(values, rates["plain"]))
+        print(f"{name:>8}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of plain "
+              f"(median of per-prompt ratios {paired:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
