@@ -6,7 +6,7 @@
                                                                                 # row-wise attention
 
 Two in-process engines of the shipped target (1 thread), plain and speculative, decode the same
-prompts (all built-in suites, cut to fit the context) at temperature 0, ``--batch`` at a time;
+prompts (all built-in suites, the requests that fit the context) at temperature 0, ``--batch`` at a time;
 prints how many outputs differ and where the first one diverges. ``--no-rowwise`` turns the
 engine's batch-invariant attention off (``model.batch_invariant = False``) in both, to show what
 it is for: bf16 logits tie often, and the blocked attention kernel's rounding then flips them.
@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import torch  # noqa: E402
 
+from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.engine import Engine, EngineConfig  # noqa: E402
 from specgauge.engine.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
@@ -34,14 +35,11 @@ SUITES = ("coding", "encyclopedic", "chat", "agentic", "reasoning")
 
 
 def prompts_for(engine: Engine, count: int, tokens: int) -> list[list[int]]:
-    """``count`` prompts spread over the built-in suites, chat-templated, cut to fit the context."""
-    requests = [r for name in SUITES for r in load_suite(name).requests]
+    """``count`` prompts spread over the built-in suites (those that fit the context with
+    ``tokens`` output tokens), chat-templated as the server renders them."""
+    requests = [r for name in SUITES for r in fitting_suite(load_suite(name), TARGET, tokens).requests]
     step = max(1, len(requests) // count)
-    out = []
-    for request in requests[::step][:count]:
-        text = engine.tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in request.messages])
-        out.append(engine.tokenizer.encode(text)[-(engine.max_model_len - tokens - 8):])
-    return out
+    return [engine.tokenizer.encode(render_prompt(engine.tokenizer, r)) for r in requests[::step][:count]]
 
 
 def generate(engine: Engine, prompts: list[list[int]], tokens: int, batch: int) -> list[list[int]]:

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import torch  # noqa: E402
 
+from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.engine import Engine, EngineConfig  # noqa: E402
 from specgauge.engine.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
@@ -74,14 +75,10 @@ def main() -> None:
     if "plain" not in names:
         names.insert(0, "plain")
     engines = {name: build(name, args.draft) for name in names}
-    suite = load_suite(args.suite)
+    suite = fitting_suite(load_suite(args.suite), TARGET, args.tokens)  # the requests that fit the context
     tokenizer = engines["plain"].tokenizer
-    limit = engines["plain"].max_model_len - args.tokens - 8
-    prompts = []
-    for i in range(args.prompts):
-        request = suite.requests[(i * 7) % len(suite.requests)]
-        text = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in request.messages])
-        prompts.append(tokenizer.encode(text)[-limit:])
+    prompts = [tokenizer.encode(render_prompt(tokenizer, suite.requests[(i * 7) % len(suite.requests)]))
+               for i in range(args.prompts)]
     for engine in engines.values():  # warm-up: lazy allocations, the adaptive arm's first measurements
         decode_rate(engine, prompts[0], args.tokens)
     rates = {name: [] for name in engines}
@@ -89,7 +86,7 @@ def main() -> None:
         for name, engine in engines.items():
             rates[name].append(decode_rate(engine, prompt, args.tokens))
     base = statistics.median(rates["plain"])
-    print(f"{args.suite}: {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
+    print(f"{suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
           f"dtype {engines['plain'].config.torch_dtype}")
     for name, values in rates.items():
         paired = statistics.median(a / b for a, b in zip(values, rates["plain"]))

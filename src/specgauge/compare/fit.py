@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specgauge.suites.model import Suite
+from specgauge.suites.model import Suite, SuiteRequest
 
 ENGINE_MAX_CONTEXT = 4096   # `specgauge serve` caps --max-model-len at this
 
@@ -23,19 +23,20 @@ def model_context(model_dir: Path) -> int:
     return min(int(config.get("max_position_embeddings", ENGINE_MAX_CONTEXT)), ENGINE_MAX_CONTEXT)
 
 
+def render_prompt(tokenizer, request: SuiteRequest) -> str:
+    """A request's prompt text as the engine renders it: chat messages through the model's chat
+    template (generation prompt added), a raw prompt as it is. ``tokenizer``: an ``EngineTokenizer``."""
+    if request.messages is not None:
+        return tokenizer.apply_chat_template([m.model_dump() for m in request.messages])
+    return request.prompt or ""
+
+
 def prompt_tokens(suite: Suite, model_dir: Path) -> list[int]:
     """Each request's prompt length in the model's tokens, as the engine renders it (chat template)."""
     from specgauge.engine.tokenizer import EngineTokenizer
 
     tokenizer = EngineTokenizer(model_dir)
-    lengths = []
-    for request in suite.requests:
-        if request.messages is not None:
-            text = tokenizer.apply_chat_template([m.model_dump() for m in request.messages])
-        else:
-            text = request.prompt or ""
-        lengths.append(len(tokenizer.encode(text)))
-    return lengths
+    return [len(tokenizer.encode(render_prompt(tokenizer, request))) for request in suite.requests]
 
 
 def fitting_suite(suite: Suite, model_dir: Path, max_tokens: int) -> Suite:

@@ -99,6 +99,18 @@ def aligned_width(length: int) -> int:
     return -(-length // KEY_ALIGN) * KEY_ALIGN
 
 
+def _invariant_group_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group: "AttentionGroup") -> torch.Tensor:
+    """One group's row-wise attention, its keys padded to ``KEY_ALIGN`` (the group's mask is
+    built or padded once, on the first layer: a fresh group's is causal over its own tokens)."""
+    if group.mask is None:
+        group.mask = causal_mask(group.q_len, q.dtype, q.device, aligned_width(group.q_len))
+    elif group.mask.shape[-1] % KEY_ALIGN:  # blocks smaller than 16 tokens
+        group.mask = F.pad(group.mask, (0, -group.mask.shape[-1] % KEY_ALIGN), value=float("-inf"))
+    k, v = aligned_keys(k, v, group.mask)
+    attend = rowwise_causal_attention if group.fresh else rowwise_attention
+    return attend(q, k, v, group.mask, group)
+
+
 def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: torch.Tensor,
                     v_layer: torch.Tensor, batch: "ForwardBatch", block_size: int,
                     attn_dtype: torch.dtype, invariant: bool = False) -> torch.Tensor:
@@ -121,29 +133,19 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
     outs = []
     for g in batch.groups:
         qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
-        if g.fresh:
+        if g.fresh:  # keys are the step's own tokens
             kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
             vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
-            if invariant:
-                if g.mask is None:
-                    g.mask = causal_mask(g.q_len, attn_dtype, q.device, aligned_width(g.q_len))
-                kg, vg = aligned_keys(kg.to(attn_dtype), vg.to(attn_dtype), g.mask)
-                o = rowwise_causal_attention(qg.to(attn_dtype), kg, vg, g.mask, g)
-            else:
-                o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
-                                                   is_causal=g.q_len > 1, enable_gqa=gqa)
         else:  # gather whole blocks (index_select: ~3x faster than advanced indexing on CPU)
             blocks = g.block_table.reshape(-1)  # (B*nb,)
             kg = k_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)  # (B, Hkv, Tk, D)
             vg = v_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)
-            if invariant:
-                if g.mask.shape[-1] % KEY_ALIGN:  # blocks smaller than 16 tokens: pad the mask once
-                    g.mask = F.pad(g.mask, (0, -g.mask.shape[-1] % KEY_ALIGN), value=float("-inf"))
-                kg, vg = aligned_keys(kg.to(attn_dtype), vg.to(attn_dtype), g.mask)
-                o = rowwise_attention(qg.to(attn_dtype), kg, vg, g.mask, g)
-            else:
-                o = F.scaled_dot_product_attention(qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype),
-                                                   attn_mask=g.mask, enable_gqa=gqa)
+        qg, kg, vg = qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype)
+        if invariant:
+            o = _invariant_group_attention(qg, kg, vg, g)
+        else:
+            o = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=g.mask, is_causal=g.fresh and g.q_len > 1,
+                                               enable_gqa=gqa)
         outs.append(o.transpose(1, 2).reshape(g.batch * g.q_len, n_q * d))  # (B*Tq, Hq*D)
     return outs[0] if len(outs) == 1 else torch.cat(outs)
 
