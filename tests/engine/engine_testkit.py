@@ -71,7 +71,7 @@ def step_logits(runner, blocks, seqs):
         blocks.grow(request.request_id, start + n)
         scheduled.append(ScheduledSeq(request, start, n))
     batch, _ = runner.build_forward_batch(scheduled)
-    order = sorted(scheduled, key=lambda s: s.num_new)
+    order = runner.layout_order(scheduled)
     batch.logit_indices = torch.arange(batch.num_tokens)
     with torch.inference_mode():
         logits, aux = runner.model.forward_cached(batch, runner.cache, aux_layers=(0, 2))

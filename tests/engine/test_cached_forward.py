@@ -6,7 +6,7 @@ from engine_testkit import make_model, runner_for, step_logits
 
 from specgauge.engine.model import load_model, save_model
 from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import Request
+from specgauge.engine.scheduler import Request, ScheduledSeq
 
 
 @pytest.mark.parametrize("rope_scaling", [None, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -40,12 +40,16 @@ def test_decode_batch_with_ragged_contexts_and_aux_hidden_states(tmp_path):
     reference, model = make_model(tmp_path, num_key_value_heads=1, tie_word_embeddings=True)
     runner, blocks = runner_for(model, block_size=3)
     torch.manual_seed(2)
-    seqs = {rid: torch.randint(0, 101, (n,)).tolist() for rid, n in (("x", 5), ("y", 12), ("z", 1))}
+    # 7, 12 and 10 tokens in blocks of 3: 3, 4 and 4 blocks, one width bucket (one padded group)
+    seqs = {rid: torch.randint(0, 101, (n,)).tolist() for rid, n in (("x", 7), ("y", 12), ("z", 10))}
     requests = {rid: Request(rid, ids, SamplingParams()) for rid, ids in seqs.items()}
     # prefill all but the last token, then run the last tokens together as one decode group
     step_logits(runner, blocks, [(requests[r], 0, len(ids) - 1) for r, ids in seqs.items() if len(ids) > 1])
     out, aux = step_logits(runner, blocks, [(requests[r], len(ids) - 1, 1) for r, ids in seqs.items()])
-    order = list(seqs)  # all q_len 1: one group in submission order
+    decode = [ScheduledSeq(requests[r], len(ids) - 1, 1) for r, ids in seqs.items()]
+    batch, _ = runner.build_forward_batch(decode)
+    assert len(batch.groups) == 1 and batch.groups[0].batch == 3
+    order = list(seqs)  # all q_len 1 and one width bucket: one group in submission order
     with torch.no_grad():
         for i, rid in enumerate(order):
             logits, ref_aux = reference(torch.tensor([seqs[rid]]), aux_layers=(0, 2))
@@ -81,3 +85,25 @@ def test_bfloat16_cached_path_tracks_fp32(tmp_path):
     assert (got - expected).abs().max() < 0.1 * expected.abs().max()
     blocks.free("r")
     blocks.check_integrity()
+
+
+def test_decode_contexts_of_very_different_lengths_attend_in_separate_width_buckets(tmp_path):
+    """One long context among short ones gets its own padded group (``width_bucket``), so the short
+    ones do not attend over its padding; every row still matches the reference."""
+    reference, model = make_model(tmp_path, num_key_value_heads=1, tie_word_embeddings=True)
+    runner, blocks = runner_for(model, block_size=4)
+    torch.manual_seed(5)
+    seqs = {rid: torch.randint(0, 101, (n,)).tolist() for rid, n in (("short", 6), ("long", 60), ("mid", 7))}
+    requests = {rid: Request(rid, ids, SamplingParams()) for rid, ids in seqs.items()}
+    step_logits(runner, blocks, [(requests[r], 0, len(ids) - 1) for r, ids in seqs.items()])
+    decode = [(requests[r], len(ids) - 1, 1) for r, ids in seqs.items()]
+    for request, start, n in decode:
+        blocks.grow(request.request_id, start + n)
+    batch, _ = runner.build_forward_batch([ScheduledSeq(r, s, n) for r, s, n in decode])
+    assert sorted(g.batch for g in batch.groups) == [1, 2]  # short + mid (2 blocks each), long (15 blocks)
+    assert max(g.block_table.shape[1] for g in batch.groups if g.batch == 2) == 2
+    out, _ = step_logits(runner, blocks, decode)
+    with torch.no_grad():
+        for rid, ids in seqs.items():
+            logits, _ = reference(torch.tensor([ids]))
+            torch.testing.assert_close(out[rid][0], logits[0, -1], atol=2e-5, rtol=1e-4)

@@ -28,6 +28,7 @@ import torch
 
 from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.kv_cache import KVCache
+from specgauge.engine.malloc import keep_freed_memory
 from specgauge.engine.metrics import EngineMetrics
 from specgauge.engine.model import load_model
 from specgauge.engine.model_runner import ModelRunner
@@ -125,6 +126,8 @@ class Engine:
         if config.threads:
             torch.set_num_threads(config.threads)
         self.device = torch.device(config.device)
+        if self.device.type == "cpu":
+            keep_freed_memory()  # big step temporaries reused, not page-faulted in each step
         self.model = load_model(config.model_dir, device=self.device, dtype=config.torch_dtype)
         model_cfg = self.model.config
         eos = model_cfg.eos_token_id

@@ -84,6 +84,15 @@ class ForwardBatch:
         return int(self.input_ids.shape[0])
 
 
+def width_bucket(num_blocks: int) -> int:
+    """The attention group a sequence with ``num_blocks`` KV blocks joins, among those with its
+    number of new tokens: the next power of two. A group gathers and attends over every member's
+    keys padded to its widest member, so one long context in a batch of short ones would
+    multiply the whole batch's attention work (at 64 streams, one 460-token prompt among 80-token
+    ones made decode attention 6x as big); within a bucket padding at most doubles it."""
+    return 1 << max(0, num_blocks - 1).bit_length()
+
+
 def build_group(token_start: int, q_len: int, context_lens: list[int], block_tables: list[list[int]],
                 block_size: int, device: torch.device, dtype: torch.dtype = torch.float32,
                 tree_mask: "list[list[bool]] | torch.Tensor | None" = None,

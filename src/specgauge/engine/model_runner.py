@@ -11,7 +11,7 @@ from itertools import groupby
 import torch
 
 from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import ForwardBatch, KVCache, build_group
+from specgauge.engine.kv_cache import ForwardBatch, KVCache, build_group, width_bucket
 from specgauge.engine.model import LlamaForCausalLM
 from specgauge.engine.sampling import make_generator, sample
 from specgauge.engine.scheduler import ScheduledBatch, ScheduledSeq, SeqOutput
@@ -26,17 +26,25 @@ class ModelRunner:
         self.blocks = blocks
         self.device = model.model.embed_tokens.weight.device
 
+    def _group_key(self, seq: ScheduledSeq) -> tuple[int, int]:
+        return seq.num_new, width_bucket(len(self.blocks.table(seq.request.request_id).blocks))
+
+    def layout_order(self, seqs: list[ScheduledSeq]) -> list[ScheduledSeq]:
+        """The order in which :meth:`build_forward_batch` lays the sequences' tokens out."""
+        return sorted(seqs, key=self._group_key)
+
     def build_forward_batch(self, seqs: list[ScheduledSeq]) -> tuple[ForwardBatch, list[ScheduledSeq]]:
-        """Lay the sequences out flat, grouped by their number of new tokens.
+        """Lay the sequences out flat, grouped by their number of new tokens and, among those, by
+        :func:`width_bucket` of their block tables.
 
         Returns the batch and the sequences in the order of ``logit_indices`` (those that sample).
         """
-        ordered = sorted(seqs, key=lambda s: s.num_new)
+        ordered = self.layout_order(seqs)
         input_ids: list[int] = []
         positions, slots, groups = [], [], []
         logit_indices: list[int] = []
         sampling_seqs: list[ScheduledSeq] = []
-        for q_len, members in groupby(ordered, key=lambda s: s.num_new):
+        for (q_len, _), members in groupby(ordered, key=self._group_key):
             members = list(members)
             token_start = len(input_ids)
             for seq in members:

@@ -265,7 +265,7 @@ class Eagle3Drafter:
         if not segments:
             return {}
         batch = layout(segments, self.blocks, self.device)
-        flat = torch.cat([feats[j] for j in sorted(range(len(segments)), key=lambda j: len(segments[j].tokens))])
+        flat = torch.cat([feats[j] for j in sorted(range(len(segments)), key=lambda j: segments[j].offset)])  # layout order
         hidden, logits = self.forward(batch, flat, fused=False)
         out = {}
         for seg, i, done in zip(segments, index, complete):
@@ -369,7 +369,7 @@ class Eagle3Drafter:
                                         [nodes[r][c].depth - 1 for c in ids]))
                 feats.append(torch.stack([parent_feature[(r, nodes[r][c].parent)] for c in ids]))
             batch = layout(segments, self.blocks, self.device)
-            order = sorted(range(len(segments)), key=lambda j: len(segments[j].tokens))
+            order = sorted(range(len(segments)), key=lambda j: segments[j].offset)  # layout order
             hidden, logits = self.forward(batch, torch.cat([feats[j] for j in order]), fused=True)
             for r, seg in enumerate(segments):
                 rows = seg.logit_rows

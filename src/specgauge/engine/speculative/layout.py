@@ -8,7 +8,7 @@ from itertools import groupby
 import torch
 
 from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import ForwardBatch, build_group
+from specgauge.engine.kv_cache import ForwardBatch, build_group, width_bucket
 
 
 @dataclass
@@ -32,12 +32,16 @@ class Segment:
 
 def layout(segments: list[Segment], blocks: BlockManager, device: torch.device,
            dtype: torch.dtype = torch.float32) -> ForwardBatch:
-    """Lay the segments out flat, grouped by their number of new tokens (each group attends as
-    one padded batch); sets every segment's ``offset`` and ``logit_offset``."""
-    ordered = sorted(range(len(segments)), key=lambda i: len(segments[i].tokens))
+    """Lay the segments out flat, grouped by their number of new tokens and :func:`width_bucket`
+    of their block tables (each group attends as one padded batch); sets every segment's
+    ``offset`` and ``logit_offset``."""
+    def key(i: int) -> tuple[int, int]:
+        return len(segments[i].tokens), width_bucket(len(blocks.table(segments[i].request_id).blocks))
+
+    ordered = sorted(range(len(segments)), key=key)
     input_ids: list[int] = []
     positions, slots, groups = [], [], []
-    for q_len, members in groupby(ordered, key=lambda i: len(segments[i].tokens)):
+    for (q_len, _), members in groupby(ordered, key=key):
         members = [segments[i] for i in members]
         start = len(input_ids)
         for seg in members:
