@@ -264,8 +264,8 @@ class Engine:
         report = self.runner.last
         counted = self.runner.record(updates)
         self.metrics.observe_spec(report, counted, self.controller)
-        for proposed, _, accepted in counted:
-            if proposed:
+        if report.k:  # every decoding request's share, drafting or not (the controller's yield of k)
+            for proposed, _, accepted in counted:
                 self.controller.observe_accept(proposed, accepted)
         if report.pure_decode and report.decoding:
             self.controller.observe_step(report.decoding, report.k, elapsed)

@@ -6,7 +6,10 @@
   (powers of two) and per candidate k it keeps the median of the last ``WINDOW`` measured wall
   times of a pure decode step (robust to a noisy, shared machine); from the running
   per-position acceptance it predicts the tokens a request gets per step with k drafts,
-  ``1 + sum_{j<=k} prod_{i<=j} a_i``, and picks the k with the most expected tokens per second,
+  ``1 + sum_{j<=k} prod_{i<=j} a_i`` — or, once steps with k drafts have been seen, the tokens
+  they actually gave per decoding request (which the position model overestimates when chains
+  are cut short by ``--speculative-min-draft-prob``, or when some requests do not draft) —
+  and picks the k with the most expected tokens per second,
   ``B * tokens(k) / time(B, k)``. A bucket first measures plain steps; a k never measured in it
   is predicted from the nearest bucket where it was (its time relative to that bucket's plain
   step), and only the predicted best is then measured here — so a new batch size costs a few
@@ -23,6 +26,8 @@ from dataclasses import dataclass, field
 REFRESH = 48
 MIN_SAMPLES = 2
 WINDOW = 8
+MIN_YIELDS = 16  # request-steps with k drafts before their measured yield replaces the position model
+DECAY = 0.999
 
 
 def bucket_of(batch_size: int) -> int:
@@ -59,6 +64,7 @@ class SpeculationController:
     reached: list[float] = field(default_factory=list)   # per draft position: times verified
     accepted: list[float] = field(default_factory=list)  # per draft position: times accepted
     cells: dict[tuple[int, int], _Cell] = field(default_factory=dict)
+    yields: dict[int, list[float]] = field(default_factory=dict)  # k → [decayed drafts accepted, decayed request-steps]
     steps: int = 0
     current_k: int = 0
 
@@ -87,7 +93,11 @@ class SpeculationController:
         return k
 
     def expected_tokens(self, k: int) -> float:
-        """Tokens per request per step with k drafts, from the running per-position acceptance."""
+        """Tokens per request per step with k drafts: measured at k when seen often enough, else
+        from the running per-position acceptance."""
+        seen = self.yields.get(k)
+        if k and seen and seen[1] >= MIN_YIELDS:
+            return 1.0 + seen[0] / seen[1]
         total, survive = 1.0, 1.0
         for i in range(k):
             rate = self.accepted[i] / self.reached[i] if self.reached[i] else 0.5
@@ -134,7 +144,11 @@ class SpeculationController:
         cell.add(seconds * bucket_of(batch_size) / batch_size, self.steps)  # scaled to the bucket's size
 
     def observe_accept(self, proposed: int, accepted: int) -> None:
-        """One request's verify: ``proposed`` chain positions tried, the first ``accepted`` accepted."""
+        """One decoding request's share of the last step (chosen k): ``proposed`` chain positions
+        tried (0: it did not draft), the first ``accepted`` accepted."""
+        if self.current_k:
+            seen = self.yields.setdefault(self.current_k, [0.0, 0.0])
+            seen[0], seen[1] = seen[0] * DECAY + accepted, seen[1] * DECAY + 1.0
         for i in range(min(proposed, accepted + 1, self.max_drafts)):  # positions the walk reached
-            self.reached[i] = self.reached[i] * 0.999 + 1.0
-            self.accepted[i] = self.accepted[i] * 0.999 + (1.0 if i < accepted else 0.0)
+            self.reached[i] = self.reached[i] * DECAY + 1.0
+            self.accepted[i] = self.accepted[i] * DECAY + (1.0 if i < accepted else 0.0)
