@@ -65,3 +65,19 @@ def test_a_new_batch_size_is_predicted_from_a_measured_one_not_swept():
     early = drive(controller, 2, step_time, lambda k: k, steps=6)
     assert set(early) <= {0, 4}  # plain steps for the baseline, then the predicted best — no sweep
     assert controller.predicted_time(2, 3) is not None and early[-1] == 4
+
+
+def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave():
+    """Chains cut short (min-draft-prob) and requests that did not draft this step: the position
+    model alone would overestimate k's yield; the measured one is used once seen often enough."""
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=False)
+    assert controller.choose(2) == 4  # the steps below ran with 4 drafts
+    for _ in range(8):
+        controller.observe_accept(1, 1)  # a chain cut after its first draft, which was accepted
+        controller.observe_accept(0, 0)  # a request that did not draft in this step
+    assert controller.expected_tokens(4) > 2.0  # too few request-steps: the position model
+    for _ in range(10):  # (the counts decay slowly: 20 request-steps count as ~19.8)
+        controller.observe_accept(1, 1)
+        controller.observe_accept(0, 0)
+    assert abs(controller.expected_tokens(4) - 1.5) < 0.01  # 1 + half a draft per request-step
+    assert controller.expected_tokens(0) == 1.0
