@@ -55,6 +55,23 @@ def test_agentic_transcripts_call_listed_tools_with_json(tiny_corpus):
         assert messages[-1]["role"] == "assistant" and not messages[-1]["content"].lstrip().startswith("{")
 
 
+def test_code_questions_ask_for_a_function_by_its_docstring_and_stay_out_of_the_target_data(tiny_corpus):
+    from specgauge.train.corpus import TARGET_SOURCES
+    from specgauge.train.tokenizer import corpus_texts
+
+    questions = tiny_corpus["samples"]["code_questions"]["train"]
+    assert len(questions) >= 20
+    for sample in questions:
+        user, answer = sample.messages
+        assert user["role"] == "user" and answer["role"] == "assistant"
+        assert answer["content"].lstrip().startswith(("def ", "async def ", "@"))
+        name = answer["content"].split("def ", 1)[1].split("(", 1)[0]
+        assert name in user["content"] or "helper" in user["content"]  # one template names no function
+    assert "code_questions" not in TARGET_SOURCES
+    rendered = set(corpus_texts(tiny_corpus["dir"]))  # what the tokenizer (and so the target) learns from
+    assert not any(render(sample.messages) in rendered for sample in questions)
+
+
 def test_stored_layout_and_meta(tiny_corpus):
     from specgauge.train.corpus import file_sha256
 

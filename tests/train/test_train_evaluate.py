@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from specgauge.train.corpus import SOURCES
+from specgauge.train.corpus import TARGET_SOURCES
 from specgauge.train.evaluate import distinct_trigram_share, evaluate_model, greedy_continuation, prompt_ids
 from specgauge.train.target import ModelShape, TrainConfig, Trainer, export_target
 
@@ -34,7 +34,7 @@ def tiny_model_dir(tiny_corpus, tmp_path_factory):
 def test_evaluate_reports_loss_and_repetition_per_source(tiny_corpus, tiny_model_dir):
     report = evaluate_model(tiny_model_dir / "model", tiny_corpus["dir"], prompts_per_source=2, max_new_tokens=12,
                             threads=1, eval_windows=2, ignore_eos=True)
-    assert set(report["sources"]) == set(SOURCES)
+    assert set(report["sources"]) == set(TARGET_SOURCES)
     for row in report["sources"].values():
         assert math.isfinite(row["val_loss"]) and 0 < row["val_loss"] < math.log(600) + 1
         assert 0 < row["distinct_trigram_share"] <= 1

@@ -15,16 +15,18 @@ def train_group() -> None:
     """Build the corpus, tokenizer and target model of the embedded engine."""
 
 
-def _parse_weights(text: str | None) -> dict[str, float]:
+def _parse_weights(text: str | None, sources: tuple[str, ...] | None = None) -> dict[str, float]:
+    """``source=weight,...`` over ``sources`` (default: the target's sources)."""
     if not text:
         return {}
-    from specgauge.train.corpus import SOURCES
+    from specgauge.train.corpus import TARGET_SOURCES
 
+    sources = sources or TARGET_SOURCES
     weights = {}
     for item in text.split(","):
         name, _, value = item.partition("=")
-        if name not in SOURCES:
-            raise UserError(f"--weights: unknown source {name!r}; expected one of {', '.join(SOURCES)}")
+        if name not in sources:
+            raise UserError(f"--weights: unknown source {name!r}; expected one of {', '.join(sources)}")
         try:
             weights[name] = float(value)
         except ValueError:
@@ -42,7 +44,7 @@ def _parse_weights(text: str | None) -> dict[str, float]:
 @click.option("--validation-fraction", default=0.05, show_default=True, type=float)
 @click.option("--agentic-samples", default=8000, show_default=True, type=click.IntRange(min=1))
 def corpus_command(output: Path, tokenizer_dir: Path | None, seed: int, validation_fraction: float, agentic_samples: int) -> None:
-    """Build the three-source chat corpus from the standard library (deterministic for a seed)."""
+    """Build the chat corpus (three target sources and a drafter-only one) from the standard library (deterministic for a seed)."""
     from specgauge.train.corpus import CorpusConfig, build_samples, write_text, write_tokenized
 
     try:

@@ -1,5 +1,9 @@
-"""The training corpus: three sources of chat conversations, built from material present on
+"""The training corpus: chat conversations from four sources, built from material present on
 every machine with Python, deterministic for a seed, split into train/validation by hash.
+
+The target and its tokenizer are trained on ``TARGET_SOURCES``; ``code_questions`` (a user asks
+for a function by what it does) is there for drafter training only, so that a drafter can learn
+what the target answers to chat-style coding requests (``train draft`` regenerates the answers).
 
 Layout of ``DIR`` (what ``specgauge train corpus --output DIR`` writes)::
 
@@ -21,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from specgauge.train.stdlib_material import SourceFile, docstrings_of, iter_stdlib_files, pydoc_topics
+from specgauge.train.stdlib_material import (SourceFile, docstrings_of, documented_functions, iter_stdlib_files,
+                                              pydoc_topics)
 
-SOURCES = ("code_stdlib", "agentic_tools", "prose_docs")
+TARGET_SOURCES = ("code_stdlib", "agentic_tools", "prose_docs")  # what the target and tokenizer learn from
+SOURCES = TARGET_SOURCES + ("code_questions",)  # everything the corpus holds
 SPLITS = ("train", "validation")
 SHARD_SAMPLES = 5000
 
@@ -103,6 +109,36 @@ def code_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]:
     return samples
 
 
+QUESTION_PROMPTS = (
+    "Write a Python function `{name}{sig}` that does this: {summary}",
+    "How would I implement `{name}` in Python? It should do the following. {summary}",
+    "I need a Python helper: {summary} Can you write it?",
+    "Implement `{qualname}` from the {module} module. {summary}",
+)
+
+
+def _summary(doc: str) -> str:
+    """The first paragraph of a docstring on one line, at most about 300 characters."""
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    return first if len(first) <= 300 else first[:300].rsplit(" ", 1)[0] + " ..."
+
+
+def question_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]:
+    """``code_questions``: a user asks for a function by what its docstring says it does; the
+    answer is the function's source."""
+    rng = random.Random(config.seed * 7919 + 4)
+    samples = []
+    for source in files:
+        for index, fn in enumerate(documented_functions(source)):
+            if len(fn.doc) < 40 or len(fn.code) > config.chunk_chars:
+                continue
+            prompt = rng.choice(QUESTION_PROMPTS).format(name=fn.qualname.rsplit(".", 1)[-1], sig=fn.signature,
+                                                         qualname=fn.qualname, module=fn.module, summary=_summary(fn.doc))
+            samples.append(Sample(f"question-{fn.module}.{fn.qualname}-{index}", "code_questions", source.relpath,
+                                  [{"role": "user", "content": prompt}, {"role": "assistant", "content": fn.code}]))
+    return samples
+
+
 def _paragraph_chunks(text: str, limit: int) -> list[str]:
     chunks, current = [], ""
     for para in text.strip().split("\n\n"):
@@ -163,6 +199,7 @@ def build_samples(config: CorpusConfig, files: list[SourceFile] | None = None) -
         "code_stdlib": code_samples(files, config),
         "agentic_tools": agentic_samples(files, config),
         "prose_docs": prose_samples(files, config),
+        "code_questions": question_samples(files, config),
     }
     out: dict[str, dict[str, list[Sample]]] = {}
     for source, samples in built.items():

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from specgauge.engine.model import LlamaForCausalLM, load_model, rope_cos_sin
 from specgauge.train.chat import END, END_OF_TEXT, role_token, tokenize_conversation
-from specgauge.train.corpus import SOURCES, read_text
+from specgauge.train.corpus import TARGET_SOURCES, read_text
 from specgauge.train.dataset import load_split
 from specgauge.train.target import validation_losses
 
@@ -101,11 +101,11 @@ def evaluate_model(model_dir: Path, corpus_dir: Path, prompts_per_source: int = 
     model = load_model(model_dir, dtype=torch.float32)
     tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
     stop_ids = set() if ignore_eos else {tokenizer.token_to_id(END), tokenizer.token_to_id(END_OF_TEXT)}
-    val = validation_losses(model, load_split(corpus_dir, "validation", SOURCES), model.config.max_position_embeddings,
+    val = validation_losses(model, load_split(corpus_dir, "validation", TARGET_SOURCES), model.config.max_position_embeddings,
                             eval_windows, bf16=False)
     report: dict = {"model_dir": str(model_dir), "parameters": model.num_parameters(), "max_new_tokens": max_new_tokens,
                     "prompts_per_source": prompts_per_source, "ignore_eos": ignore_eos, "sources": {}}
-    for source in SOURCES:
+    for source in TARGET_SOURCES:
         distinct = total = generated = 0
         samples = []
         for messages in held_out_prompts(corpus_dir, source, prompts_per_source):

@@ -124,6 +124,39 @@ def function_signatures(source: SourceFile) -> list[tuple[str, str, int]]:
     ]
 
 
+@dataclass(frozen=True)
+class DocumentedFunction:
+    """A public function or method with a docstring, and its source text."""
+
+    module: str
+    qualname: str
+    signature: str
+    doc: str
+    code: str
+
+
+def documented_functions(source: SourceFile) -> list[DocumentedFunction]:
+    """Public functions and methods of one file that have a docstring, in source order."""
+    try:
+        tree = ast.parse(source.text)
+    except SyntaxError:
+        return []
+    found: list[DocumentedFunction] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                visit(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                doc = ast.get_docstring(node)
+                code = ast.get_source_segment(source.text, node)
+                if doc and code:
+                    found.append(DocumentedFunction(source.module, f"{prefix}{node.name}", _signature(node), doc, code))
+
+    visit(tree.body, "")
+    return found
+
+
 def pydoc_topics() -> list[tuple[str, str]]:
     """The language reference topics shipped in ``pydoc_data.topics`` as (title, text), sorted."""
     from pydoc_data.topics import topics

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, save_model
-from specgauge.train.corpus import SOURCES
+from specgauge.train.corpus import TARGET_SOURCES
 from specgauge.train.dataset import BalancedBatches, PackedSource, load_split
 
 
@@ -158,8 +158,8 @@ class Trainer:
         self.model = LlamaForCausalLM(shape.llama_config(vocab_size, special_ids))
         self._init_weights()
         self.optimizer = build_optimizer(self.model, config)
-        self.train_sources = load_split(self.corpus_dir, "train", SOURCES)
-        self.val_sources = load_split(self.corpus_dir, "validation", SOURCES)
+        self.train_sources = load_split(self.corpus_dir, "train", TARGET_SOURCES)
+        self.val_sources = load_split(self.corpus_dir, "validation", TARGET_SOURCES)
         self.batches = BalancedBatches(self.train_sources, config.seq_len, config.batch_size, config.seed, config.weights)
         self.state = TrainState()
         self._stop = False

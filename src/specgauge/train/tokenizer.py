@@ -68,8 +68,8 @@ def special_token_ids(tokenizer) -> dict[str, int]:
 def corpus_texts(corpus_dir: Path) -> Iterator[str]:
     """The rendered training-split conversations of every source (what the BPE is trained on)."""
     from specgauge.train.chat import render
-    from specgauge.train.corpus import SOURCES, read_text
+    from specgauge.train.corpus import TARGET_SOURCES, read_text
 
-    for source in SOURCES:
+    for source in TARGET_SOURCES:
         for record in read_text(corpus_dir, source, "train"):
             yield render(record["messages"])
