@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 import torch  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
+from specgauge.engine.commands import SERVE_MIN_DRAFT_PROB, SERVE_NUM_STEPS  # noqa: E402
 from specgauge.engine.engine import Engine, EngineConfig  # noqa: E402
 from specgauge.engine.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.scheduler import SchedulerConfig  # noqa: E402
@@ -43,7 +44,7 @@ from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
 TARGET = ROOT / "src" / "specgauge" / "assets" / "target"
-SERVE_EAGLE = dict(algorithm="EAGLE3", num_steps=5, min_draft_prob=0.3)  # `specgauge serve`'s defaults
+SERVE_EAGLE = dict(algorithm="EAGLE3", num_steps=SERVE_NUM_STEPS, min_draft_prob=SERVE_MIN_DRAFT_PROB)  # `serve`'s defaults
 
 
 def build(spec: SpeculativeConfig, max_running: int, draft: str | None) -> Engine:

@@ -11,6 +11,9 @@ from specgauge.engine.launch import READY_PREFIX
 from specgauge.errors import UserError, require_extra
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "target"
+# serve's EAGLE-3 chain defaults: the best pair for the shipped drafter on this CPU (docs/speculative.md)
+SERVE_NUM_STEPS = 6
+SERVE_MIN_DRAFT_PROB = 0.15
 
 
 def _positive(ctx, param, value):
@@ -54,7 +57,7 @@ def _positive(ctx, param, value):
                    "--speculative-draft-model-path), NGRAM (prompt lookup), NONE (plain decoding).")
 @click.option("--speculative-draft-model-path", type=click.Path(path_type=Path), default=None,
               show_default="the shipped drafter", help="EAGLE-3 head directory (published layout).")
-@click.option("--speculative-num-steps", type=int, default=5, show_default=True, callback=_positive,
+@click.option("--speculative-num-steps", type=int, default=SERVE_NUM_STEPS, show_default=True, callback=_positive,
               help="Draft steps per verify (depth of the chain or tree).")
 @click.option("--speculative-eagle-topk", type=int, default=1, show_default=True, callback=_positive,
               help="Branching of the EAGLE-3 draft tree; 1 drafts a chain.")
@@ -62,7 +65,7 @@ def _positive(ctx, param, value):
               help="Tokens verified per request per step, root included (default: num-steps + 1).")
 @click.option("--speculative-disable-above", type=click.IntRange(min=0), default=None,
               help="Decode without speculation whenever more than N requests are running.")
-@click.option("--speculative-min-draft-prob", type=float, default=0.3, show_default=True,
+@click.option("--speculative-min-draft-prob", type=float, default=SERVE_MIN_DRAFT_PROB, show_default=True,
               help="EAGLE-3 chain: stop drafting after a token whose draft probability is below this (0 = off).")
 @click.option("--speculative-adaptive", is_flag=True,
               help="Choose the number of draft tokens (0 = off) each step from measured step times and acceptance.")
