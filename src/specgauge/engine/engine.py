@@ -267,7 +267,7 @@ class Engine:
         if report.k:  # every decoding request's share, drafting or not (the controller's yield of k)
             for proposed, _, accepted in counted:
                 self.controller.observe_accept(proposed, accepted)
-        if report.pure_decode and report.decoding:
+        if self.runner.steady(report):
             self.controller.observe_step(report.decoding, report.k, elapsed)
 
     def _loop(self) -> None:

@@ -87,6 +87,7 @@ class Eagle3Drafter:
         self.max_drafts = (num_draft_tokens or num_steps + 1) - 1
         self.is_tree = topk > 1
         self.catch_up_budget = CATCH_UP_BUDGET
+        self.last_catch_up = 0  # draft pairs the last proposal caught up (the runner reports it)
         cfg = head.config
         self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
@@ -262,6 +263,7 @@ class Eagle3Drafter:
             state.pending = [pending[take:]] if take < pending.shape[0] else []
             index.append(i)
             complete.append(take == pending.shape[0])
+        self.last_catch_up = sum(len(seg.tokens) for seg in segments)
         if not segments:
             return {}
         batch = layout(segments, self.blocks, self.device)
