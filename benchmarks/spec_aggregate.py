@@ -15,7 +15,8 @@ greedy requests in flight, a new one submitted as soon as one finishes, ``3c`` i
 12), coding prompts that fit the context. Throughput is the tokens emitted per second between the first request
 finishing and the last one being submitted (the window in which ``c`` requests are always in
 flight: no ramp-up, no drain). Arms run in alternating order (ABBA) ``--repeats`` times per
-level and their tokens and seconds are pooled.
+level; an arm's ratio to plain is the median over the rounds of its rate over the plain rate of
+the same round (pooled tok/s are printed beside).
 
 Run 1 measures ``plain`` and ``on`` (EAGLE-3, ``serve``'s defaults) and the crossover (the
 first level where on loses); run 2 measures all four side by side — ``plain``, ``on``,
@@ -26,6 +27,7 @@ first level where on loses); run 2 measures all four side by side — ``plain``,
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -89,32 +91,39 @@ def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int, toke
 
 
 def measure(engines: dict[str, Engine], prompts: list[list[int]], levels: list[int], args) -> dict:
-    """{level: {arm: tokens/s}}, arms ABBA per level, printed as they come."""
-    rates = {}
+    """{level: {arm: ratio to plain}}: per level ``args.repeats`` rounds, arms in ABBA order, each
+    round's ratio taken against the plain run beside it in time and the median of the rounds
+    kept (the machine's load drifts by tens of percent within minutes; a ratio of neighbours in
+    time is what survives that). Pooled tok/s are printed beside."""
+    ratios = {}
     for level in levels:
         tokens, seconds = dict.fromkeys(engines, 0), dict.fromkeys(engines, 0.0)
+        rounds = {arm: [] for arm in engines}
         for repeat in range(args.repeats):
+            rates = {}
             for arm in (list(engines) if repeat % 2 == 0 else list(engines)[::-1]):
                 n, s = closed_loop(engines[arm], prompts, level, args.tokens)
                 tokens[arm] += n
                 seconds[arm] += s
-        rates[level] = {arm: tokens[arm] / seconds[arm] for arm in engines}
-        base = rates[level]["plain"]
-        print(f"  c={level:>3}: " + "  ".join(f"{arm} {rate:7.1f} tok/s ({rate / base:.2f}x)"
-                                              for arm, rate in rates[level].items()), flush=True)
-    return rates
+                rates[arm] = n / s
+            for arm in engines:
+                rounds[arm].append(rates[arm] / rates["plain"])
+        ratios[level] = {arm: statistics.median(values) for arm, values in rounds.items()}
+        print(f"  c={level:>3}: " + "  ".join(
+            f"{arm} {tokens[arm] / seconds[arm]:7.1f} tok/s ({ratios[level][arm]:.2f}x)" for arm in engines), flush=True)
+    return ratios
 
 
 def crossover(rates: dict, arm: str) -> int | None:
-    """The first level where ``arm`` is slower than plain."""
-    return next((level for level, row in rates.items() if row[arm] < row["plain"]), None)
+    """The first level where ``arm`` is slower than plain (ratio below 1)."""
+    return next((level for level, row in rates.items() if row[arm] < 1.0), None)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--levels", default="1,2,4,8,16,32,64,128,256")
     parser.add_argument("--tokens", type=int, default=48, help="max tokens per request")
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3, help="ABBA rounds per level")
     parser.add_argument("--suite", default="coding")
     parser.add_argument("--draft", default=None, help="EAGLE-3 head directory (default: the shipped drafter)")
     args = parser.parse_args()
@@ -152,11 +161,11 @@ def main() -> None:
 def print_goals(rates: dict, levels: list[int], cross: int | None, cross2: int | None) -> None:
     """The issue's aggregate goals, judged on run 2 (every arm side by side)."""
     first = levels[0]
-    speedup = {arm: rates[first][arm] / rates[first]["plain"] for arm in rates[first]}
+    speedup = rates[first]
     print("\ngoals (run 2):")
     print(f"  crossover within c<=256: {'yes' if cross else 'NO'} (run 1: c={cross}, run 2: c={cross2})")
     for arm in ("disable", "adaptive"):
-        worst = min((rates[level][arm] / rates[level]["plain"], level) for level in levels if level <= 64)
+        worst = min((rates[level][arm], level) for level in levels if level <= 64)
         kept = (speedup[arm] - 1) / (speedup["on"] - 1) if speedup["on"] > 1 else float("nan")
         print(f"  {arm}: worst ratio to off over c<=64 {worst[0]:.2f}x at c={worst[1]} (goal >= 0.95); "
               f"c={first} speedup {speedup[arm]:.2f}x vs on's {speedup['on']:.2f}x: {kept:.0%} of the gain kept "
