@@ -12,7 +12,7 @@ figure is what the model and the scheduler can do.
 Each arm is an :class:`Engine` of the shipped target and drafter (1 thread, built once, every
 arm with the same scheduler limits). At each concurrency ``c`` an arm runs a closed loop: ``c``
 greedy requests in flight, a new one submitted as soon as one finishes, ``3c`` in all (at least
-12), coding prompts that fit the context. Throughput is the tokens emitted per second between the first request
+24), coding prompts that fit the context. Throughput is the tokens emitted per second between the first request
 finishing and the last one being submitted (the window in which ``c`` requests are always in
 flight: no ramp-up, no drain). Arms run in alternating order (ABBA) ``--repeats`` times per
 level; an arm's ratio to plain is the median over the rounds of its rate over the plain rate of
@@ -58,7 +58,7 @@ def build(spec: SpeculativeConfig, max_running: int, draft: str | None) -> Engin
 
 def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int, tokens: int) -> tuple[int, float]:
     """(tokens, seconds) of the steady window of one closed-loop run (see the module docstring)."""
-    total = max(3 * concurrency, 12)
+    total = max(3 * concurrency, 24)
     submitted = finished = 0
     counted, window_start, window_end = 0, None, None
 

@@ -9,8 +9,8 @@ request, so drifting machine load falls on all alike), ``Engine.step`` driven he
 configuration is ``plain``, ``ngram`` or ``k<steps>p<percent>`` (EAGLE-3 chain of up to
 ``steps`` drafts with ``--speculative-min-draft-prob percent/100``; ``k4p0`` = a fixed chain of 4),
 with a trailing ``ad`` for ``--speculative-adaptive``. Prints each one's median decode tok/s
-(tokens after the first / time after the first step), its ratio to ``plain`` and the median of
-the per-prompt ratios.
+(tokens after the first / time after the first step), its ratio to ``plain``, the median of
+the per-prompt ratios and its decode tokens per step (the acceptance length: tokens per verify).
 """
 
 from __future__ import annotations
@@ -51,15 +51,17 @@ def build(name: str, draft: str | None) -> Engine:
     return Engine(EngineConfig(model_dir=str(TARGET), threads=1, speculative=spec))
 
 
-def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> float:
-    """One greedy request alone: decode tokens per second after its first step."""
+def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, int, int]:
+    """One greedy request alone: decode tokens per second after its first step, and the decode
+    tokens and steps (tokens per step = the request's acceptance length after its first token)."""
     engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), lambda event: None)
     engine._drain_inbox(block=False)
     engine.step()  # prefill + first token
-    started, count = time.perf_counter(), 0
+    started, count, steps = time.perf_counter(), 0, 0
     while engine.scheduler.has_work:
         count += sum(len(update.new_token_ids) for update in engine.step())
-    return count / (time.perf_counter() - started)
+        steps += 1
+    return count / (time.perf_counter() - started), count, steps
 
 
 def main() -> None:
@@ -82,16 +84,20 @@ def main() -> None:
     for engine in engines.values():  # warm-up: lazy allocations, the adaptive arm's first measurements
         decode_rate(engine, prompts[0], args.tokens)
     rates = {name: [] for name in engines}
+    counts = {name: [0, 0] for name in engines}  # decode tokens, decode steps
     for prompt in prompts:
         for name, engine in engines.items():
-            rates[name].append(decode_rate(engine, prompt, args.tokens))
+            rate, count, steps = decode_rate(engine, prompt, args.tokens)
+            rates[name].append(rate)
+            counts[name][0] += count
+            counts[name][1] += steps
     base = statistics.median(rates["plain"])
     print(f"{suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
           f"dtype {engines['plain'].config.torch_dtype}")
     for name, values in rates.items():
         paired = statistics.median(a / b for a, b in zip(values, rates["plain"]))
         print(f"{name:>8}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of plain "
-              f"(median of per-prompt ratios {paired:.2f}x)")
+              f"(median of per-prompt ratios {paired:.2f}x)   {counts[name][0] / counts[name][1]:.2f} tokens per step")
 
 
 if __name__ == "__main__":

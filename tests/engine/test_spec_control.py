@@ -75,11 +75,12 @@ def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave():
     for _ in range(8):
         controller.observe_accept(1, 1)  # a chain cut after its first draft, which was accepted
         controller.observe_accept(0, 0)  # a request that did not draft in this step
-    assert controller.expected_tokens(4) > 2.0  # too few request-steps: the position model
+    assert controller.expected_tokens(4, bucket=2) > 2.0  # too few request-steps: the position model
     for _ in range(10):  # (the counts decay slowly: 20 request-steps count as ~19.8)
         controller.observe_accept(1, 1)
         controller.observe_accept(0, 0)
-    assert abs(controller.expected_tokens(4) - 1.5) < 0.01  # 1 + half a draft per request-step
+    assert abs(controller.expected_tokens(4, bucket=2) - 1.5) < 0.01  # 1 + half a draft per request-step
+    assert controller.expected_tokens(4, bucket=64) > 2.0  # another batch size: not measured there
     assert controller.expected_tokens(0) == 1.0
 
 

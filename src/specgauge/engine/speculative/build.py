@@ -39,5 +39,6 @@ def build_speculation(spec: SpeculativeConfig, model: LlamaForCausalLM, cache: K
     """A speculative runner over the engine's model and pool, and the controller choosing k."""
     drafter = build_drafter(spec, model, blocks, device, dtype)
     runner = SpeculativeRunner(model, cache, blocks, drafter)
-    controller = SpeculationController.build(spec.max_drafts, spec.is_tree, spec.disable_above, spec.adaptive)
+    controller = SpeculationController.build(spec.max_drafts, spec.is_tree, spec.disable_above, spec.adaptive,
+                                             self_cutting=spec.algorithm == "EAGLE3" and spec.min_draft_prob > 0)
     return runner, controller

@@ -6,8 +6,8 @@
   (powers of two) and per candidate k it keeps the median of the last ``WINDOW`` measured wall
   times of a pure decode step (robust to a noisy, shared machine); from the running
   per-position acceptance it predicts the tokens a request gets per step with k drafts,
-  ``1 + sum_{j<=k} prod_{i<=j} a_i`` — or, once steps with k drafts have been seen, the tokens
-  they actually gave per decoding request (which the position model overestimates when chains
+  ``1 + sum_{j<=k} prod_{i<=j} a_i`` — or, once steps with k drafts have been seen in the
+  bucket, the tokens they actually gave there per decoding request (which the position model overestimates when chains
   are cut short by ``--speculative-min-draft-prob``, or when some requests do not draft) —
   and picks the k with the most expected tokens per second,
   ``B * tokens(k) / time(B, k)``. A bucket first measures plain steps; a k never measured in it
@@ -64,14 +64,20 @@ class SpeculationController:
     reached: list[float] = field(default_factory=list)   # per draft position: times verified
     accepted: list[float] = field(default_factory=list)  # per draft position: times accepted
     cells: dict[tuple[int, int], _Cell] = field(default_factory=dict)
-    yields: dict[int, list[float]] = field(default_factory=dict)  # k → [decayed drafts accepted, decayed request-steps]
+    yields: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # (bucket, k) → [decayed drafts accepted, decayed request-steps]
     steps: int = 0
     current_k: int = 0
+    current_bucket: int = 1
 
     @classmethod
-    def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool) -> "SpeculationController":
-        """A controller whose candidates are 0..max_drafts (a chain) or 0 and max_drafts (a tree)."""
-        candidates = (0, max_drafts) if tree else tuple(range(max_drafts + 1))
+    def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool,
+              self_cutting: bool = False) -> "SpeculationController":
+        """A controller whose candidates are 0..max_drafts (a chain), or only 0 and max_drafts for
+        a tree and for a chain that cuts itself short (``self_cutting``: EAGLE-3 with
+        ``--speculative-min-draft-prob``, whose chains already end where the head is unsure — the
+        choice left is whether to speculate at all, and measuring one k keeps its yield and cost
+        well sampled where seven would each get a few noisy steps)."""
+        candidates = (0, max_drafts) if tree or self_cutting else tuple(range(max_drafts + 1))
         return cls(max_drafts, candidates, disable_above, adaptive,
                    [0.0] * max_drafts, [0.0] * max_drafts, current_k=max_drafts)
 
@@ -83,6 +89,7 @@ class SpeculationController:
     def choose(self, num_running: int) -> int:
         """Draft tokens per request for the next step, given the running requests."""
         self.steps += 1
+        self.current_bucket = bucket_of(max(num_running, 1))
         if self.disable_above is not None and num_running > self.disable_above:
             k = 0
         elif not self.adaptive or num_running == 0:
@@ -92,10 +99,11 @@ class SpeculationController:
         self.current_k = k
         return k
 
-    def expected_tokens(self, k: int) -> float:
-        """Tokens per request per step with k drafts: measured at k when seen often enough, else
-        from the running per-position acceptance."""
-        seen = self.yields.get(k)
+    def expected_tokens(self, k: int, bucket: int | None = None) -> float:
+        """Tokens per request per step with k drafts: what steps with k drafts gave in ``bucket``
+        when seen often enough there (a busy batch yields less per request: some requests
+        do not draft while catching up), else from the running per-position acceptance."""
+        seen = self.yields.get((bucket, k)) if bucket is not None else None
         if k and seen and seen[1] >= MIN_YIELDS:
             return 1.0 + seen[0] / seen[1]
         total, survive = 1.0, 1.0
@@ -129,7 +137,7 @@ class SpeculationController:
         unknown = [k for k, t in times.items() if t is None]
         if unknown:
             return unknown[0]  # never measured anywhere: try it
-        best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k) / times[k])
+        best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k, bucket) / times[k])
         if not self._measured(bucket, best):
             return best  # predicted from another bucket: measure it here
         if self.steps % REFRESH == 0:
@@ -147,7 +155,7 @@ class SpeculationController:
         """One decoding request's share of the last step (chosen k): ``proposed`` chain positions
         tried (0: it did not draft), the first ``accepted`` accepted."""
         if self.current_k:
-            seen = self.yields.setdefault(self.current_k, [0.0, 0.0])
+            seen = self.yields.setdefault((self.current_bucket, self.current_k), [0.0, 0.0])
             seen[0], seen[1] = seen[0] * DECAY + accepted, seen[1] * DECAY + 1.0
         for i in range(min(proposed, accepted + 1, self.max_drafts)):  # positions the walk reached
             self.reached[i] = self.reached[i] * DECAY + 1.0
