@@ -33,7 +33,7 @@ def parse_mix(text: str | None) -> dict[str, float]:
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the trained head here (config.json, model.safetensors, TRAINING.md, SHA256SUMS).")
 @click.option("--resume", is_flag=True, help="Continue from RUN_DIR/draft_checkpoint.pt.")
-@click.option("--weights", default="code_stdlib=0.5,agentic_tools=0.4,prose_docs=0.1", show_default=True,
+@click.option("--weights", default="code_stdlib=0.5,code_questions=0.5,agentic_tools=0.4,prose_docs=0.1", show_default=True,
               help="Training mix: source=weight, comma separated (sources left out get 0).")
 @click.option("--minutes", type=float, default=None, help="Training-time budget (the cosine decay ends with it).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=100_000, show_default=True)
