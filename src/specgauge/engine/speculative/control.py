@@ -14,7 +14,9 @@
   is predicted from the nearest bucket where it was (its time relative to that bucket's plain
   step), and only the predicted best is then measured here — so a new batch size costs a few
   steps, not a sweep of every k. Every ``REFRESH`` steps a neighbour of the current choice
-  (k − 1 or k + 1, the less recently tried) is measured again, so the model follows the load.
+  (k − 1 or k + 1, the less recently tried) is measured (again, if it was measured in this
+  bucket and its estimate is within ``EXPLORE_WITHIN`` of the best) for ``PROBE_STEPS`` steps, so the model follows the load without paying, at a batch size
+  where speculation clearly loses, for a speculative step (and its catch-up) every 48 steps.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 REFRESH = 48
+PROBE_STEPS = 3  # a re-measured k is held this many steps: the first one back on after plain steps
+# carries the catch-up of every token decoded meanwhile and is not learned from (not steady)
+EXPLORE_WITHIN = 0.85  # a neighbour is re-measured only if its last estimate is within 15% of the best
 MIN_SAMPLES = 2
 WINDOW = 8
 MIN_YIELDS = 16  # request-steps with k drafts before their measured yield replaces the position model
@@ -68,6 +73,7 @@ class SpeculationController:
     steps: int = 0
     current_k: int = 0
     current_bucket: int = 1
+    probe: tuple[int, int, int] | None = None  # (bucket, k, steps left) of a re-measurement in progress
 
     @classmethod
     def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool,
@@ -140,10 +146,17 @@ class SpeculationController:
         best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k, bucket) / times[k])
         if not self._measured(bucket, best):
             return best  # predicted from another bucket: measure it here
+        if self.probe is not None and self.probe[0] == bucket and self.probe[2] > 0:
+            self.probe = (bucket, self.probe[1], self.probe[2] - 1)
+            return self.probe[1]
         if self.steps % REFRESH == 0:
             at = self.candidates.index(best)
             neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
-            return min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
+            probe = min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
+            rate = {k: bucket * self.expected_tokens(k, bucket) / times[k] for k in (best, probe)}
+            if not self._measured(bucket, probe) or rate[probe] >= EXPLORE_WITHIN * rate[best]:
+                self.probe = (bucket, probe, PROBE_STEPS - 1)
+                return probe  # only predicted here, or close enough that the load may have tipped it
         return best
 
     def observe_step(self, batch_size: int, k: int, seconds: float) -> None:
