@@ -91,3 +91,21 @@ def test_steps_with_a_catch_up_backlog_or_a_prefill_do_not_teach_the_cost_model(
     assert not is_steady(StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5 + 1), max_drafts=4)
     assert not is_steady(StepReport(k=4, decoding=3, pure_decode=False), max_drafts=4)
     assert not is_steady(StepReport(k=0, decoding=0, pure_decode=True), max_drafts=4)
+
+
+def test_probes_hold_three_steps_and_a_clear_loser_is_not_re_probed():
+    import itertools
+
+    def step_time(batch, k):
+        return 0.008 * (1 + 0.2 * k) if batch == 1 else 0.0006 * batch * (k + 1)
+
+    one = lambda k: min(k, 1)  # noqa: E731  (the first draft accepted: spec ~1.1x plain at batch 1)
+    single = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    assert single.candidates == (0, 4)
+    picks = drive(single, 1, step_time, one, steps=400)
+    assert picks[-100:].count(4) > 80  # speculation is the choice ...
+    runs = [len(list(group)) for k, group in itertools.groupby(picks[50:]) if k == 0]
+    assert runs and all(n == 3 for n in runs)  # ... and plain, within 15% of it, is re-measured 3 steps at a time
+    busy = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    picks = drive(busy, 64, step_time, one, steps=400)
+    assert picks[100:].count(4) == 0  # measured at 2.5x a plain step's time per token: never re-probed
