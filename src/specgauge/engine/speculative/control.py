@@ -4,19 +4,20 @@
 * ``--speculative-disable-above N``: 0 whenever more than N requests are running.
 * ``--speculative-adaptive``: an online cost model of this machine. Per batch-size bucket
   (powers of two) and per candidate k it keeps the median of the last ``WINDOW`` measured wall
-  times of a pure decode step (robust to a noisy, shared machine); from the running
-  per-position acceptance it predicts the tokens a request gets per step with k drafts,
-  ``1 + sum_{j<=k} prod_{i<=j} a_i`` — or, once steps with k drafts have been seen in the
-  bucket, the tokens they actually gave there per decoding request (which the position model overestimates when chains
-  are cut short by ``--speculative-min-draft-prob``, or when some requests do not draft) —
-  and picks the k with the most expected tokens per second,
+  times of a *steady* decode step (no prefill chunk, no catch-up backlog: ``runner.is_steady``;
+  robust to a noisy, shared machine). It predicts the tokens a request gets per step with k
+  drafts from what steps with k drafts gave in the bucket (per decoding request, counting those
+  that did not draft), or, until 16 such request-steps are seen, from the running per-position
+  acceptance, ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
+  ``--speculative-min-draft-prob``), and picks the k with the most expected tokens per second,
   ``B * tokens(k) / time(B, k)``. A bucket first measures plain steps; a k never measured in it
   is predicted from the nearest bucket where it was (its time relative to that bucket's plain
   step), and only the predicted best is then measured here — so a new batch size costs a few
   steps, not a sweep of every k. Every ``REFRESH`` steps a neighbour of the current choice
-  (k − 1 or k + 1, the less recently tried) is measured (again, if it was measured in this
-  bucket and its estimate is within ``EXPLORE_WITHIN`` of the best) for ``PROBE_STEPS`` steps, so the model follows the load without paying, at a batch size
-  where speculation clearly loses, for a speculative step (and its catch-up) every 48 steps.
+  (k − 1 or k + 1, the less recently tried) is measured for ``PROBE_STEPS`` steps — if it was
+  only predicted in this bucket, or its measured estimate is within ``EXPLORE_WITHIN`` of the
+  best — so the model follows the load without paying, where speculation clearly loses, for a
+  speculative step and its catch-up every ``REFRESH`` steps.
 """
 
 from __future__ import annotations
