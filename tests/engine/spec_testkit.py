@@ -93,6 +93,7 @@ class OracleDrafter:
     real target, whatever the quality of a real head."""
 
     aux_layers: tuple[int, ...] = ()
+    last_catch_up = 0  # the drafter interface: draft pairs the last proposal caught up
 
     def __init__(self, continuations: dict[tuple[int, ...], list[int]], depth: int, tree: bool) -> None:
         self.continuations = continuations

@@ -87,10 +87,10 @@ def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave():
 def test_steps_with_a_catch_up_backlog_or_a_prefill_do_not_teach_the_cost_model():
     from specgauge.engine.speculative.runner import StepReport, is_steady
 
-    assert is_steady(StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5), max_drafts=4)
-    assert not is_steady(StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5 + 1), max_drafts=4)
-    assert not is_steady(StepReport(k=4, decoding=3, pure_decode=False), max_drafts=4)
-    assert not is_steady(StepReport(k=0, decoding=0, pure_decode=True), max_drafts=4)
+    assert is_steady(StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5))
+    assert not is_steady(StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5 + 1))
+    assert not is_steady(StepReport(k=4, decoding=3, pure_decode=False))
+    assert not is_steady(StepReport(k=0, decoding=0, pure_decode=True))
 
 
 def test_probes_hold_three_steps_and_a_clear_loser_is_not_re_probed():

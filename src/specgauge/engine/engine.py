@@ -35,6 +35,7 @@ from specgauge.engine.model_runner import ModelRunner
 from specgauge.engine.sampling_params import SamplingParams
 from specgauge.engine.scheduler import Request, RequestUpdate, Scheduler, SchedulerConfig
 from specgauge.engine.speculative.config import SpeculativeConfig
+from specgauge.engine.speculative.runner import is_steady
 from specgauge.engine.speculative.stats import SpecStats
 from specgauge.engine.tokenizer import EngineTokenizer, TextState
 from specgauge.errors import UserError
@@ -267,7 +268,7 @@ class Engine:
         if report.k:  # every decoding request's share, drafting or not (the controller's yield of k)
             for proposed, _, accepted in counted:
                 self.controller.observe_accept(proposed, accepted)
-        if self.runner.steady(report):
+        if is_steady(report):
             self.controller.observe_step(report.decoding, report.k, elapsed)
 
     def _loop(self) -> None:

@@ -44,12 +44,12 @@ class StepReport:
     verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)  # request id → (proposed, accepted)
 
 
-def is_steady(report: StepReport, max_drafts: int) -> bool:
+def is_steady(report: StepReport) -> bool:
     """A pure decode step whose cost is what every step at its k costs: no prefill chunk and no
-    catch-up backlog beyond the previous step's accepted tokens (at most 1 + ``max_drafts`` pairs
-    a request), so the controller's cost model is not charged the one-off catch-up of switching
-    speculation back on (at 4 streams that made k = 1 look 3.5x a plain step, and kept it off)."""
-    return report.pure_decode and report.decoding > 0 and report.catch_up <= report.decoding * (1 + max_drafts)
+    catch-up backlog beyond the previous step's accepted tokens (at most 1 + k pairs a request),
+    so the controller's cost model is not charged the one-off catch-up of switching speculation
+    back on (at 4 streams that made k = 1 look 3.5x a plain step, and kept it off)."""
+    return report.pure_decode and report.decoding > 0 and report.catch_up <= report.decoding * (1 + report.k)
 
 
 class SpeculativeRunner(ModelRunner):
@@ -88,7 +88,7 @@ class SpeculativeRunner(ModelRunner):
         if decode and self.k > 0:
             proposed = self.drafter.propose([s.request for s, _ in decode], [k for _, k in decode])
             trees = {id(seq): tree for (seq, _), tree in zip(decode, proposed)}
-            report.catch_up = getattr(self.drafter, "last_catch_up", 0)
+            report.catch_up = self.drafter.last_catch_up
         report.draft_seconds = time.perf_counter() - start
 
         segments = []
@@ -171,10 +171,6 @@ class SpeculativeRunner(ModelRunner):
         src = [self.blocks.slot(rid, seq.start + r) for r in kept_rows]
         dst = [self.blocks.slot(rid, seq.start + i) for i in range(len(kept_rows))]
         self.cache.copy_slots(torch.tensor(src, device=self.device), torch.tensor(dst, device=self.device))
-
-    def steady(self, report: StepReport) -> bool:
-        """Whether the controller may learn this step's cost (see :func:`is_steady`)."""
-        return is_steady(report, getattr(self.drafter, "max_drafts", 0))
 
     def record(self, updates: list[RequestUpdate]) -> list[tuple[int, int, int]]:
         """After ``postprocess``: count each verify against the tokens its request was given.
