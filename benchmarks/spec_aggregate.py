@@ -1,7 +1,7 @@
 """Aggregate decode throughput of speculation on / off / disable-above / adaptive, in-process.
 
     PYTHONPATH=src python benchmarks/spec_aggregate.py                       # levels 1..256
-    PYTHONPATH=src python benchmarks/spec_aggregate.py --levels 1,8,64 --tokens 32 --repeats 1
+    PYTHONPATH=src python benchmarks/spec_aggregate.py --levels 1,8,64 --tokens 32 --repeats 1 --slice 0.5
 
 Why in-process: over HTTP on a 2-core machine the load generator, the server's event loop and
 the engine thread share the cores, and past a few dozen streams every plain token is one SSE
@@ -11,17 +11,23 @@ figure is what the model and the scheduler can do.
 
 Each arm is an :class:`Engine` of the shipped target and drafter (1 thread, built once, every
 arm with the same scheduler limits). At each concurrency ``c`` an arm runs a closed loop: ``c``
-greedy requests in flight, a new one submitted as soon as one finishes, ``3c`` in all (at least
-24), coding prompts that fit the context. Throughput is the tokens emitted per second between the first request
-finishing and the last one being submitted (the window in which ``c`` requests are always in
-flight: no ramp-up, no drain). Arms run in alternating order (ABBA) ``--repeats`` times per
-level; an arm's ratio to plain is the median over the rounds of its rate over the plain rate of
-the same round (pooled tok/s are printed beside).
+greedy requests in flight, a new one submitted as soon as one finishes, ``6c`` in all (at least
+48), coding prompts that fit the context. Throughput is the tokens emitted per second of the
+arm's own steps between the first request finishing and the last one being submitted (the
+window in which ``c`` requests are always in flight: no ramp-up, no drain).
+
+The arms' loops run interleaved: each arm steps for ``--slice`` seconds (0.1: dozens of steps,
+its caches warm), then the next, the order reversed every turn, until all are done. This
+machine's speed drifts by tens of percent within minutes (other tenants); run one after the
+other, arms compared minutes apart differed by that much, while interleaved every arm sees the
+same drift. An arm's ratio to plain is the median over ``--repeats`` such runs of its rate over
+plain's in the same run (pooled tok/s are printed beside).
 
 Run 1 measures ``plain`` and ``on`` (EAGLE-3, ``serve``'s defaults) and the crossover (the
 first level where on loses); run 2 measures all four side by side — ``plain``, ``on``,
 ``disable`` (``--speculative-disable-above`` set to the level before run 1's crossover) and
-``adaptive`` — and the issue's goal lines are judged on it.
+``adaptive`` — beside ``off2``, a second plain engine whose ratio to ``plain`` is the noise floor
+(``--no-control`` leaves it out), and the issue's goal lines are judged on it.
 """
 
 from __future__ import annotations
@@ -56,58 +62,97 @@ def build(spec: SpeculativeConfig, max_running: int, draft: str | None) -> Engin
     return Engine(EngineConfig(model_dir=str(TARGET), threads=1, scheduler=scheduler, speculative=spec))
 
 
+class ClosedLoop:
+    """One arm's closed loop at one concurrency, advanced a time slice at a time (``advance``).
+
+    ``concurrency`` greedy requests in flight, a new one submitted as soon as one finishes,
+    ``requests`` in all. ``tokens`` / ``seconds`` cover the steady window — the steps after the
+    first request finishes up to the one after which the last is submitted (``concurrency`` always
+    in flight: no ramp-up, no drain) — and ``seconds`` counts only this arm's own steps, so arms
+    advanced in turn are timed as if each ran alone."""
+
+    def __init__(self, engine: Engine, prompts: list[list[int]], concurrency: int, tokens: int,
+                 requests: int) -> None:
+        self.engine, self.prompts, self.concurrency, self.max_tokens = engine, prompts, concurrency, tokens
+        self.total = requests
+        self.submitted = self.finished = 0
+        self.tokens, self.seconds = 0, 0.0
+        self.window = "before"  # before → open → closed
+        for _ in range(min(concurrency, requests)):
+            self._submit()
+
+    @property
+    def done(self) -> bool:
+        return self.finished >= self.total
+
+    @property
+    def rate(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+    def _submit(self) -> None:
+        self.engine.submit(f"c{self.concurrency}-{self.submitted}", self.prompts[self.submitted % len(self.prompts)],
+                           SamplingParams(max_tokens=self.max_tokens, temperature=0.0), lambda event: None)
+        self.submitted += 1
+
+    def advance(self, seconds: float) -> None:
+        """Step the engine for about ``seconds`` of wall time (or until done)."""
+        until = time.perf_counter() + seconds
+        while not self.done and time.perf_counter() < until:
+            begin = time.perf_counter()
+            counting = self.window == "open"
+            self.engine._drain_inbox(block=False)
+            updates = self.engine.step()
+            for update in updates:
+                if not update.finished:
+                    continue
+                self.finished += 1
+                if self.submitted < self.total:
+                    self._submit()
+                    if self.submitted == self.total and counting:
+                        self.window = "closed"
+            if counting:
+                self.tokens += sum(len(u.new_token_ids) for u in updates)
+                self.seconds += time.perf_counter() - begin
+            if self.window == "before" and self.finished:
+                self.window = "open"
+
+
+def interleaved(engines: dict[str, Engine], prompts: list[list[int]], concurrency: int, tokens: int,
+                requests: int, slice_seconds: float) -> dict[str, ClosedLoop]:
+    """Every arm's closed loop at ``concurrency``, advanced in turn ``slice_seconds`` at a time
+    (the order reversed every turn): the machine's drift, tens of percent within minutes here,
+    then falls on every arm alike, and a slice of dozens of steps keeps each arm's caches warm."""
+    loops = {arm: ClosedLoop(engine, prompts, concurrency, tokens, requests) for arm, engine in engines.items()}
+    order = list(loops)
+    while not all(loop.done for loop in loops.values()):
+        for arm in order:
+            loops[arm].advance(slice_seconds)
+        order.reverse()
+    return loops
+
+
 def closed_loop(engine: Engine, prompts: list[list[int]], concurrency: int, tokens: int) -> tuple[int, float]:
-    """(tokens, seconds) of the steady window of one closed-loop run (see the module docstring)."""
-    total = max(3 * concurrency, 24)
-    submitted = finished = 0
-    counted, window_start, window_end = 0, None, None
-
-    def submit() -> None:
-        nonlocal submitted
-        engine.submit(f"c{concurrency}-{submitted}", prompts[submitted % len(prompts)],
-                      SamplingParams(max_tokens=tokens, temperature=0.0), lambda event: None)
-        submitted += 1
-
-    for _ in range(min(concurrency, total)):
-        submit()
-    while finished < total:
-        engine._drain_inbox(block=False)
-        updates = engine.step()
-        now = time.perf_counter()
-        if window_start is not None and window_end is None:
-            counted += sum(len(u.new_token_ids) for u in updates)
-        for update in updates:
-            if not update.finished:
-                continue
-            finished += 1
-            if window_start is None:
-                window_start = now
-            if submitted < total:
-                submit()
-                if submitted == total:
-                    window_end = now
-    window_end = window_end or time.perf_counter()
-    return counted, window_end - window_start
+    """(tokens, seconds) of one arm's steady window, run alone (warm-ups, scratch scripts)."""
+    loop = ClosedLoop(engine, prompts, concurrency, tokens, max(3 * concurrency, 24))
+    while not loop.done:
+        loop.advance(60.0)
+    return loop.tokens, loop.seconds
 
 
 def measure(engines: dict[str, Engine], prompts: list[list[int]], levels: list[int], args) -> dict:
-    """{level: {arm: ratio to plain}}: per level ``args.repeats`` rounds, arms in ABBA order, each
-    round's ratio taken against the plain run beside it in time and the median of the rounds
-    kept (the machine's load drifts by tens of percent within minutes; a ratio of neighbours in
-    time is what survives that). Pooled tok/s are printed beside."""
+    """{level: {arm: ratio to plain}}: per level ``args.repeats`` interleaved runs (``interleaved``),
+    an arm's ratio the median over them of its rate over plain's in the same run."""
     ratios = {}
     for level in levels:
         tokens, seconds = dict.fromkeys(engines, 0), dict.fromkeys(engines, 0.0)
         rounds = {arm: [] for arm in engines}
-        for repeat in range(args.repeats):
-            rates = {}
-            for arm in (list(engines) if repeat % 2 == 0 else list(engines)[::-1]):
-                n, s = closed_loop(engines[arm], prompts, level, args.tokens)
-                tokens[arm] += n
-                seconds[arm] += s
-                rates[arm] = n / s
-            for arm in engines:
-                rounds[arm].append(rates[arm] / rates["plain"])
+        requests = max(args.requests_per_stream * level, args.min_requests)
+        for _ in range(args.repeats):
+            loops = interleaved(engines, prompts, level, args.tokens, requests, args.slice)
+            for arm, loop in loops.items():
+                tokens[arm] += loop.tokens
+                seconds[arm] += loop.seconds
+                rounds[arm].append(loop.rate / loops["plain"].rate)
         ratios[level] = {arm: statistics.median(values) for arm, values in rounds.items()}
         print(f"  c={level:>3}: " + "  ".join(
             f"{arm} {tokens[arm] / seconds[arm]:7.1f} tok/s ({ratios[level][arm]:.2f}x)" for arm in engines), flush=True)
@@ -123,7 +168,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--levels", default="1,2,4,8,16,32,64,128,256")
     parser.add_argument("--tokens", type=int, default=48, help="max tokens per request")
-    parser.add_argument("--repeats", type=int, default=3, help="ABBA rounds per level")
+    parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per level (median ratio)")
+    parser.add_argument("--requests-per-stream", type=int, default=6, help="requests per run: this many per stream...")
+    parser.add_argument("--min-requests", type=int, default=48, help="...and at least this many")
+    parser.add_argument("--slice", type=float, default=0.1, help="seconds an arm runs before the next arm's turn")
+    parser.add_argument("--no-control", action="store_true",
+                        help="run 2 without off2, the second plain engine whose ratio to plain is the noise floor")
     parser.add_argument("--suite", default="coding")
     parser.add_argument("--draft", default=None, help="EAGLE-3 head directory (default: the shipped drafter)")
     args = parser.parse_args()
@@ -134,7 +184,8 @@ def main() -> None:
     plain = build(SpeculativeConfig(), top, None)
     prompts = [plain.tokenizer.encode(render_prompt(plain.tokenizer, r)) for r in suite.requests]
     print(f"{suite.name}: {len(prompts)} prompts, {args.tokens} max tokens, greedy, 1 thread, dtype "
-          f"{plain.config.torch_dtype}, closed loop, {args.repeats} ABBA rounds per level")
+          f"{plain.config.torch_dtype}, closed loop, arms interleaved "
+          f"{args.slice:g} s at a time, {args.repeats} runs per level")
 
     print("run 1: speculation off vs EAGLE-3 on")
     first = {"plain": plain, "on": build(SpeculativeConfig(**SERVE_EAGLE), top, args.draft)}
@@ -147,13 +198,15 @@ def main() -> None:
     print(f"crossover: {'none within ' + str(top) if cross is None else f'on loses to off from c={cross}'}; "
           f"disable-above = {threshold}")
 
-    print(f"run 2: off vs on vs --speculative-disable-above {threshold} vs --speculative-adaptive")
+    print(f"run 2: off vs on vs --speculative-disable-above {threshold} vs --speculative-adaptive"
+          + ("" if args.no_control else " (off2: a second plain engine, the noise floor)"))
     second = {"plain": plain, "on": first["on"],
               "disable": build(SpeculativeConfig(**SERVE_EAGLE, disable_above=threshold), top, args.draft),
               "adaptive": build(SpeculativeConfig(**SERVE_EAGLE, adaptive=True), top, args.draft)}
-    for name in ("disable", "adaptive"):
-        closed_loop(second[name], prompts, 4, args.tokens)
-        closed_loop(second[name], prompts, 32, args.tokens)  # the adaptive cost model's first points
+    if not args.no_control:
+        second["off2"] = build(SpeculativeConfig(), top, None)
+    for name in second.keys() - first.keys():
+        closed_loop(second[name], prompts, 4, args.tokens)  # warm-up (the adaptive arm learns from here on)
     rates2 = measure(second, prompts, levels, args)
     print_goals(rates2, levels, cross, crossover(rates2, "on"))
 
@@ -163,6 +216,9 @@ def print_goals(rates: dict, levels: list[int], cross: int | None, cross2: int |
     first = levels[0]
     speedup = rates[first]
     print("\ngoals (run 2):")
+    if "off2" in speedup:
+        floor = [rates[level]["off2"] for level in levels]
+        print(f"  noise floor: off2 / off {min(floor):.2f}x .. {max(floor):.2f}x over the levels")
     print(f"  crossover within c<=256: {'yes' if cross else 'NO'} (run 1: c={cross}, run 2: c={cross2})")
     for arm in ("disable", "adaptive"):
         worst = min((rates[level][arm], level) for level in levels if level <= 64)
