@@ -61,6 +61,19 @@ def test_max_running_limits_admission():
     assert len(run_to_end(sched)) == 5
 
 
+def test_num_active_counts_the_waiting_requests_the_next_step_may_admit():
+    sched = Scheduler(SchedulerConfig(max_running=3, max_tokens_per_step=100), BlockManager(64, 4))
+    for i in range(2):
+        sched.add(request(f"r{i}", 2, max_tokens=1))
+    batch = sched.schedule()
+    sched.postprocess(batch, fake_run(batch))  # both finish at once (a closed loop's wave) ...
+    for i in range(2, 6):
+        sched.add(request(f"r{i}", 2))  # ... and their replacements arrive
+    assert len(sched.running) == 0 and sched.num_active == 3  # no lull: what the next step will serve
+    batch = sched.schedule()
+    assert len(batch.seqs) == 3 == sched.num_active
+
+
 def test_eos_and_stop_token_finish_with_stop():
     sched = Scheduler(SchedulerConfig(), BlockManager(16, 4))
     sched.add(request("eos", 2, max_tokens=10))

@@ -64,7 +64,7 @@ def _positive(ctx, param, value):
 @click.option("--speculative-num-draft-tokens", type=int, default=None, callback=_positive,
               help="Tokens verified per request per step, root included (default: num-steps + 1).")
 @click.option("--speculative-disable-above", type=click.IntRange(min=0), default=None,
-              help="Decode without speculation whenever more than N requests are running.")
+              help="Decode without speculation whenever a step serves more than N requests (running, or waiting to be admitted).")
 @click.option("--speculative-min-draft-prob", type=float, default=SERVE_MIN_DRAFT_PROB, show_default=True,
               help="EAGLE-3 chain: stop drafting after a token whose draft probability is below this (0 = off).")
 @click.option("--speculative-adaptive", is_flag=True,

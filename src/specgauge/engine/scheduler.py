@@ -181,6 +181,13 @@ class Scheduler:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
+    @property
+    def num_active(self) -> int:
+        """Requests the next step serves: the running ones and the waiting ones it may admit
+        (``max_running`` at most). A closed loop's replacements wait for one step before they
+        run; counted here, a wave of finishes does not look like a lull."""
+        return min(len(self.running) + len(self.waiting), self.config.max_running)
+
     # -- one step ----------------------------------------------------------------------
     def schedule(self) -> ScheduledBatch:
         """Choose this step's sequences (see the module docstring for the policy)."""
