@@ -80,7 +80,8 @@ def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave():
         controller.observe_accept(1, 1)
         controller.observe_accept(0, 0)
     assert abs(controller.expected_tokens(4, bucket=2) - 1.5) < 0.01  # 1 + half a draft per request-step
-    assert controller.expected_tokens(4, bucket=64) > 2.0  # another batch size: not measured there
+    assert abs(controller.expected_tokens(4, bucket=64) - 1.5) < 0.01  # a larger batch: the nearest smaller bucket's
+    assert controller.expected_tokens(4, bucket=1) > 2.0  # a smaller one: nothing below it, the position model
     assert controller.expected_tokens(0) == 1.0
 
 
@@ -109,3 +110,41 @@ def test_probes_hold_three_steps_and_a_clear_loser_is_not_re_probed():
     busy = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
     picks = drive(busy, 64, step_time, one, steps=400)
     assert picks[100:].count(4) == 0  # measured at 2.5x a plain step's time per token: never re-probed
+
+
+def _verify_heavy(batch, k):
+    """Scripted machine: a draft costs 20% of a step at batch 1; at batch >= 4 a verify's cost
+    grows with B * (1 + k), so speculation loses there by far."""
+    return 0.008 * (1 + 0.2 * k) if batch == 1 else 0.0006 * batch * (k + 1)
+
+
+def test_a_batch_larger_than_one_where_speculation_lost_is_not_speculated_at_all():
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    drive(controller, 8, _verify_heavy, lambda k: min(k, 1), steps=200)
+    assert controller._measured(8, 4)  # nothing below 8: speculation was measured there ...
+    picks = drive(controller, 32, _verify_heavy, lambda k: min(k, 1), steps=300)
+    assert set(picks) == {0}  # ... and at 32 its prediction from 8 (2.5x the time, 1.25x the tokens) is believed
+
+
+def test_a_batch_smaller_than_one_where_speculation_lost_measures_it():
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    drive(controller, 64, _verify_heavy, lambda k: min(k, 1), steps=200)
+    picks = drive(controller, 1, _verify_heavy, lambda k: k, steps=100)  # every draft accepted at batch 1
+    assert picks[-50:].count(4) >= 45  # a larger batch's loss says nothing about a smaller one
+
+
+def test_a_probe_that_confirms_the_choice_doubles_the_interval_to_the_next():
+    import itertools
+
+    from specgauge.engine.speculative.control import MAX_REFRESH, REFRESH
+
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    picks = drive(controller, 1, _verify_heavy, lambda k: min(k, 1), steps=4000)  # spec ~1.1x: plain within 15%
+    starts, at = [], 0
+    for k, group in itertools.groupby(picks):
+        if k == 0 and at > 10:
+            starts.append(at)
+        at += len(list(group))
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert len(gaps) >= 4 and gaps == sorted(gaps)  # plain re-measured ever less often ...
+    assert gaps[0] < 4 * REFRESH and MAX_REFRESH <= gaps[-1] <= MAX_REFRESH + 4  # ... up to the cap

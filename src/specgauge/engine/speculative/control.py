@@ -7,17 +7,26 @@
   times of a *steady* decode step (no prefill chunk, no catch-up backlog: ``runner.is_steady``;
   robust to a noisy, shared machine). It predicts the tokens a request gets per step with k
   drafts from what steps with k drafts gave in the bucket (per decoding request, counting those
-  that did not draft), or, until 16 such request-steps are seen, from the running per-position
-  acceptance, ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
+  that did not draft), or, until 16 such request-steps are seen, from the nearest smaller bucket
+  where they were, or else from the running per-position acceptance,
+  ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
   ``--speculative-min-draft-prob``), and picks the k with the most expected tokens per second,
-  ``B * tokens(k) / time(B, k)``. A bucket first measures plain steps; a k never measured in it
-  is predicted from the nearest bucket where it was (its time relative to that bucket's plain
-  step), and only the predicted best is then measured here — so a new batch size costs a few
-  steps, not a sweep of every k. Every ``REFRESH`` steps a neighbour of the current choice
-  (k − 1 or k + 1, the less recently tried) is measured for ``PROBE_STEPS`` steps — if it was
-  only predicted in this bucket, or its measured estimate is within ``EXPLORE_WITHIN`` of the
-  best — so the model follows the load without paying, where speculation clearly loses, for a
-  speculative step and its catch-up every ``REFRESH`` steps.
+  ``B * tokens(k) / time(B, k)``.
+
+  A bucket first measures plain steps. A k never measured in it is predicted from the nearest
+  *smaller* bucket where it was (its time relative to that bucket's plain step; with that
+  bucket's yield): speculation only loses ground as the batch grows (verify costs grow with
+  B·(1+k), and busier batches draft less), so a prediction from below is optimistic and a k it
+  calls a loser is not worth measuring, while with nothing below, k is measured. Only a
+  predicted best is measured here — a new batch size costs a few steps, not a sweep of every k.
+
+  A bucket probes a neighbour of its choice (k − 1 or k + 1, the less recently tried) for
+  ``PROBE_STEPS`` steps when its probe falls due — only if the neighbour's estimate is within
+  ``EXPLORE_WITHIN`` of the best, so where speculation clearly loses no speculative step (and
+  its catch-up) is paid. The first probe falls due ``REFRESH`` steps into the bucket; a probe
+  that leaves the choice unchanged doubles the bucket's interval (up to ``MAX_REFRESH``), one
+  that changes it resets it: the model follows a load that moves, and costs ever less where it
+  does not.
 """
 
 from __future__ import annotations
@@ -26,7 +35,8 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-REFRESH = 48
+REFRESH = 48  # steps before a bucket's first probe
+MAX_REFRESH = 16 * REFRESH  # a probe that confirms the choice doubles its bucket's interval, up to this
 PROBE_STEPS = 3  # a re-measured k is held this many steps: the first one back on after plain steps
 # carries the catch-up of every token decoded meanwhile and is not learned from (not steady)
 EXPLORE_WITHIN = 0.85  # a neighbour is re-measured only if its last estimate is within 15% of the best
@@ -74,7 +84,9 @@ class SpeculationController:
     steps: int = 0
     current_k: int = 0
     current_bucket: int = 1
-    probe: tuple[int, int, int] | None = None  # (bucket, k, steps left) of a re-measurement in progress
+    probe: tuple[int, int, int, int] | None = None  # (bucket, k, steps left, choice before) of a probe in progress
+    intervals: dict[int, int] = field(default_factory=dict)   # bucket → steps between its probes
+    next_probe: dict[int, int] = field(default_factory=dict)  # bucket → step its next probe falls due
 
     @classmethod
     def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool,
@@ -108,11 +120,14 @@ class SpeculationController:
 
     def expected_tokens(self, k: int, bucket: int | None = None) -> float:
         """Tokens per request per step with k drafts: what steps with k drafts gave in ``bucket``
-        when seen often enough there (a busy batch yields less per request: some requests
-        do not draft while catching up), else from the running per-position acceptance."""
-        seen = self.yields.get((bucket, k)) if bucket is not None else None
-        if k and seen and seen[1] >= MIN_YIELDS:
-            return 1.0 + seen[0] / seen[1]
+        when seen often enough there, else in the nearest smaller bucket where they were (a busy
+        batch yields less per request: some requests do not draft while catching up), else from
+        the running per-position acceptance."""
+        if k and bucket is not None:
+            seen = [b for (b, j), (_, n) in self.yields.items() if j == k and b <= bucket and n >= MIN_YIELDS]
+            if seen:
+                accepted, steps = self.yields[(max(seen), k)]
+                return 1.0 + accepted / steps
         total, survive = 1.0, 1.0
         for i in range(k):
             rate = self.accepted[i] / self.reached[i] if self.reached[i] else 0.5
@@ -125,16 +140,16 @@ class SpeculationController:
         return cell is not None and cell.count >= MIN_SAMPLES
 
     def predicted_time(self, bucket: int, k: int) -> float | None:
-        """Step time of k drafts at ``bucket``: measured there, else the nearest bucket's ratio
-        to its plain step, scaled by this bucket's plain step (None when nothing is known)."""
+        """Step time of k drafts at ``bucket``: measured there, else the nearest smaller bucket's
+        ratio to its plain step, scaled by this bucket's plain step (None when nothing is known)."""
         if self._measured(bucket, k):
             return self.cells[(bucket, k)].time
         if not self._measured(bucket, 0):
             return None
-        known = [b for (b, j) in self.cells if j == k and self._measured(b, k) and self._measured(b, 0)]
-        if not known:
+        below = [b for (b, j) in self.cells if j == k and b < bucket and self._measured(b, k) and self._measured(b, 0)]
+        if not below:
             return None
-        near = min(known, key=lambda b: abs(b.bit_length() - bucket.bit_length()))
+        near = max(below)
         return self.cells[(bucket, 0)].time * self.cells[(near, k)].time / self.cells[(near, 0)].time
 
     def _best(self, bucket: int) -> int:
@@ -143,21 +158,34 @@ class SpeculationController:
         times = {k: self.predicted_time(bucket, k) for k in self.candidates}
         unknown = [k for k, t in times.items() if t is None]
         if unknown:
-            return unknown[0]  # never measured anywhere: try it
-        best = max(self.candidates, key=lambda k: bucket * self.expected_tokens(k, bucket) / times[k])
+            return unknown[0]  # nothing known at or below this batch size: try it
+        rate = {k: bucket * self.expected_tokens(k, bucket) / times[k] for k in self.candidates}
+        best = max(self.candidates, key=rate.get)
         if not self._measured(bucket, best):
-            return best  # predicted from another bucket: measure it here
-        if self.probe is not None and self.probe[0] == bucket and self.probe[2] > 0:
-            self.probe = (bucket, self.probe[1], self.probe[2] - 1)
-            return self.probe[1]
-        if self.steps % REFRESH == 0:
-            at = self.candidates.index(best)
-            neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
-            probe = min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
-            rate = {k: bucket * self.expected_tokens(k, bucket) / times[k] for k in (best, probe)}
-            if not self._measured(bucket, probe) or rate[probe] >= EXPLORE_WITHIN * rate[best]:
-                self.probe = (bucket, probe, PROBE_STEPS - 1)
-                return probe  # only predicted here, or close enough that the load may have tipped it
+            return best  # predicted from a smaller bucket: measure it here
+        if self.probe is not None and self.probe[0] != bucket:
+            self.probe = None  # the batch size moved on mid-probe
+        if self.probe is not None:
+            _, k, left, before = self.probe
+            if left > 0:
+                self.probe = (bucket, k, left - 1, before)
+                return k
+            self.probe = None  # over: a confirmed choice is probed ever less often
+            interval = self.intervals.get(bucket, REFRESH)
+            self.intervals[bucket] = min(2 * interval, MAX_REFRESH) if best == before else REFRESH
+            self.next_probe[bucket] = self.steps + self.intervals[bucket]
+        due = self.next_probe.setdefault(bucket, self.steps + REFRESH)
+        if self.steps < due:
+            return best
+        at = self.candidates.index(best)
+        neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
+        probe = min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
+        if rate[probe] >= EXPLORE_WITHIN * rate[best]:
+            self.probe = (bucket, probe, PROBE_STEPS - 1, best)
+            return probe  # close enough that the load may have tipped it
+        interval = self.intervals.get(bucket, REFRESH)  # a clear loser: not run, looked at again later
+        self.intervals[bucket] = min(2 * interval, MAX_REFRESH)
+        self.next_probe[bucket] = self.steps + self.intervals[bucket]
         return best
 
     def observe_step(self, batch_size: int, k: int, seconds: float) -> None:
