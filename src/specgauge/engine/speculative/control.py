@@ -1,7 +1,8 @@
 """Dynamic speculation control: how many draft tokens each step gets (0 = plain decoding).
 
 * Static (default): always ``max_drafts``.
-* ``--speculative-disable-above N``: 0 whenever more than N requests are running.
+* ``--speculative-disable-above N``: 0 whenever the step serves more than N requests (running, or
+  waiting and about to be admitted: ``Scheduler.num_active``).
 * ``--speculative-adaptive``: an online cost model of this machine. Per batch-size bucket
   (powers of two) and per candidate k it keeps the median of the last ``WINDOW`` measured wall
   times of a *steady* decode step (no prefill chunk, no catch-up backlog: ``runner.is_steady``;
@@ -105,16 +106,16 @@ class SpeculationController:
         """``speculative`` when the last step drafted, ``plain`` otherwise."""
         return "speculative" if self.current_k > 0 else "plain"
 
-    def choose(self, num_running: int) -> int:
-        """Draft tokens per request for the next step, given the running requests."""
+    def choose(self, num_active: int) -> int:
+        """Draft tokens per request for the next step, which serves ``num_active`` requests."""
         self.steps += 1
-        self.current_bucket = bucket_of(max(num_running, 1))
-        if self.disable_above is not None and num_running > self.disable_above:
+        self.current_bucket = bucket_of(max(num_active, 1))
+        if self.disable_above is not None and num_active > self.disable_above:
             k = 0
-        elif not self.adaptive or num_running == 0:
+        elif not self.adaptive or num_active == 0:
             k = self.max_drafts
         else:
-            k = self._best(bucket_of(num_running))
+            k = self._best(bucket_of(num_active))
         self.current_k = k
         return k
 
