@@ -21,7 +21,8 @@ its caches warm), then the next, the order reversed every turn, until all are do
 machine's speed drifts by tens of percent within minutes (other tenants); run one after the
 other, arms compared minutes apart differed by that much, while interleaved every arm sees the
 same drift. An arm's ratio to plain is the median over ``--repeats`` such runs of its rate over
-plain's in the same run (pooled tok/s are printed beside).
+plain's in the same run (pooled tok/s are printed beside, and for the disable-above and adaptive
+arms the share of their window's steps that drafted).
 
 Run 1 measures ``plain`` and ``on`` (EAGLE-3, ``serve``'s defaults) and the crossover (the
 first level where on loses); run 2 measures all four side by side — ``plain``, ``on``,
@@ -77,6 +78,7 @@ class ClosedLoop:
         self.total = requests
         self.submitted = self.finished = 0
         self.tokens, self.seconds = 0, 0.0
+        self.steps = self.drafting_steps = 0  # steps in the window, and those that drafted
         self.window = "before"  # before → open → closed
         for _ in range(min(concurrency, requests)):
             self._submit()
@@ -112,6 +114,8 @@ class ClosedLoop:
                         self.window = "closed"
             if counting:
                 self.tokens += sum(len(u.new_token_ids) for u in updates)
+                self.steps += 1
+                self.drafting_steps += self.engine.controller is not None and self.engine.runner.last.k > 0
                 self.seconds += time.perf_counter() - begin
             if self.window == "before" and self.finished:
                 self.window = "open"
@@ -145,6 +149,7 @@ def measure(engines: dict[str, Engine], prompts: list[list[int]], levels: list[i
     ratios = {}
     for level in levels:
         tokens, seconds = dict.fromkeys(engines, 0), dict.fromkeys(engines, 0.0)
+        steps, drafting = dict.fromkeys(engines, 0), dict.fromkeys(engines, 0)
         rounds = {arm: [] for arm in engines}
         requests = max(args.requests_per_stream * level, args.min_requests)
         for _ in range(args.repeats):
@@ -152,10 +157,14 @@ def measure(engines: dict[str, Engine], prompts: list[list[int]], levels: list[i
             for arm, loop in loops.items():
                 tokens[arm] += loop.tokens
                 seconds[arm] += loop.seconds
+                steps[arm] += loop.steps
+                drafting[arm] += loop.drafting_steps
                 rounds[arm].append(loop.rate / loops["plain"].rate)
         ratios[level] = {arm: statistics.median(values) for arm, values in rounds.items()}
         print(f"  c={level:>3}: " + "  ".join(
-            f"{arm} {tokens[arm] / seconds[arm]:7.1f} tok/s ({ratios[level][arm]:.2f}x)" for arm in engines), flush=True)
+            f"{arm} {tokens[arm] / seconds[arm]:7.1f} tok/s ({ratios[level][arm]:.2f}x)"
+            + (f" [{drafting[arm] / steps[arm]:.0%} drafting]" if arm in ("disable", "adaptive") else "")
+            for arm in engines), flush=True)
     return ratios
 
 

@@ -94,7 +94,7 @@ def test_steps_with_a_catch_up_backlog_or_a_prefill_do_not_teach_the_cost_model(
     assert not is_steady(StepReport(k=0, decoding=0, pure_decode=True))
 
 
-def test_probes_hold_three_steps_and_a_clear_loser_is_not_re_probed():
+def test_probes_hold_three_steps_and_a_clear_loser_is_re_probed_only_until_well_measured():
     import itertools
 
     def step_time(batch, k):
@@ -108,8 +108,15 @@ def test_probes_hold_three_steps_and_a_clear_loser_is_not_re_probed():
     runs = [len(list(group)) for k, group in itertools.groupby(picks[50:]) if k == 0]
     assert runs and all(n == 3 for n in runs)  # ... and plain, within 15% of it, is re-measured 3 steps at a time
     busy = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
-    picks = drive(busy, 64, step_time, one, steps=400)
-    assert picks[100:].count(4) == 0  # measured at 2.5x a plain step's time per token: never re-probed
+    picks = drive(busy, 64, step_time, one, steps=1200)
+    # 2.5x a plain step's time per token: re-probed only until it has 8 samples (3 measured + 2
+    # probes of 3 steps, of which 2 are learned from, ...), then not before the interval's cap
+    assert picks[:300].count(4) <= 3 + 3 * 3 and picks[300:].count(4) == 0
+    assert busy.cells[(64, 4)].count >= 8
+    later = drive(busy, 64, step_time, one, steps=3000)  # a loser long believed is looked at once more, seldom
+    starts = [i for i, k in enumerate(later) if k == 4 and (i == 0 or later[i - 1] == 0)]
+    assert starts and all(later[i:i + 3] == [4, 4, 4] for i in starts)
+    assert all(b - a >= 16 * 48 for a, b in zip(starts, starts[1:]))
 
 
 def _verify_heavy(batch, k):
@@ -148,3 +155,17 @@ def test_a_probe_that_confirms_the_choice_doubles_the_interval_to_the_next():
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert len(gaps) >= 4 and gaps == sorted(gaps)  # plain re-measured ever less often ...
     assert gaps[0] < 4 * REFRESH and MAX_REFRESH <= gaps[-1] <= MAX_REFRESH + 4  # ... up to the cap
+
+
+def test_a_draining_batch_does_not_skew_the_time_of_a_full_one():
+    def plain_step(batch):
+        return 0.003 + 0.0005 * batch  # a fixed cost and one per request
+
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    for _ in range(8):
+        controller.observe_step(16, 0, plain_step(16))
+    for _ in range(8):
+        controller.observe_step(9, 0, plain_step(9))  # the batch drains: 9 left, still bucket 16
+    # scaled in proportion to 16 these steps read 0.0133 s; the estimate at 16 is taken from steps of 16
+    assert abs(controller.predicted_time(16, 0) - plain_step(16)) < 1e-9
+    assert abs(controller.predicted_time(9, 0) - plain_step(9)) < 1e-9

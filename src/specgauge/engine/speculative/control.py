@@ -4,9 +4,10 @@
 * ``--speculative-disable-above N``: 0 whenever the step serves more than N requests (running, or
   waiting and about to be admitted: ``Scheduler.num_active``).
 * ``--speculative-adaptive``: an online cost model of this machine. Per batch-size bucket
-  (powers of two) and per candidate k it keeps the median of the last ``WINDOW`` measured wall
-  times of a *steady* decode step (no prefill chunk, no catch-up backlog: ``runner.is_steady``;
-  robust to a noisy, shared machine). It predicts the tokens a request gets per step with k
+  (powers of two) and per candidate k it keeps the batch size and wall time of the last ``KEEP``
+  *steady* decode steps (no prefill chunk, no catch-up backlog: ``runner.is_steady``), and
+  estimates a step of B requests by the median of the ``WINDOW`` nearest B (robust to a noisy,
+  shared machine and to a batch that drains). It predicts the tokens a request gets per step with k
   drafts from what steps with k drafts gave in the bucket (per decoding request, counting those
   that did not draft), or, until 16 such request-steps are seen, from the nearest smaller bucket
   where they were, or else from the running per-position acceptance,
@@ -22,12 +23,14 @@
   predicted best is measured here — a new batch size costs a few steps, not a sweep of every k.
 
   A bucket probes a neighbour of its choice (k − 1 or k + 1, the less recently tried) for
-  ``PROBE_STEPS`` steps when its probe falls due — only if the neighbour's estimate is within
-  ``EXPLORE_WITHIN`` of the best, so where speculation clearly loses no speculative step (and
-  its catch-up) is paid. The first probe falls due ``REFRESH`` steps into the bucket; a probe
-  that leaves the choice unchanged doubles the bucket's interval (up to ``MAX_REFRESH``), one
-  that changes it resets it: the model follows a load that moves, and costs ever less where it
-  does not.
+  ``PROBE_STEPS`` steps when its probe falls due — if the neighbour's estimate is within
+  ``EXPLORE_WITHIN`` of the best, or rests on fewer than ``WINDOW`` samples (the first steps of
+  new shapes build their kernels: speculation at 4 streams once measured 5x a plain step), or
+  the bucket's interval has reached ``MAX_REFRESH`` — so where speculation clearly loses, a
+  speculative step (and its catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe
+  falls due ``REFRESH`` steps into the bucket; a probe that leaves the choice unchanged, or is
+  skipped, doubles the bucket's interval (up to ``MAX_REFRESH``), one that changes it resets it:
+  the model follows a load that moves, and costs ever less where it does not.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ MAX_REFRESH = 16 * REFRESH  # a probe that confirms the choice doubles its bucke
 PROBE_STEPS = 3  # a re-measured k is held this many steps: the first one back on after plain steps
 # carries the catch-up of every token decoded meanwhile and is not learned from (not steady)
 EXPLORE_WITHIN = 0.85  # a neighbour is re-measured only if its last estimate is within 15% of the best
-MIN_SAMPLES = 2
-WINDOW = 8
+MIN_SAMPLES = 3  # a median of three survives one outlier (the first step of a new shape builds its kernels)
+WINDOW = 8   # samples a time estimate takes the median of: those nearest the batch size in question
+KEEP = 32    # samples a cell keeps
 MIN_YIELDS = 16  # request-steps with k drafts before their measured yield replaces the position model
 DECAY = 0.999
 
@@ -54,18 +58,23 @@ def bucket_of(batch_size: int) -> int:
 
 @dataclass
 class _Cell:
-    """Recent step times of one (bucket, k)."""
+    """Recent steady steps of one (bucket, k): (batch size, seconds)."""
 
-    samples: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
+    samples: deque = field(default_factory=lambda: deque(maxlen=KEEP))
     count: int = 0
     last_step: int = -1
 
-    @property
-    def time(self) -> float:
-        return statistics.median(self.samples)
+    def time(self, batch: int) -> float:
+        """Step time at ``batch``: the median of the ``WINDOW`` samples nearest it in batch size
+        (the most recent first among equals), each scaled to it in proportion. Only near ones:
+        a step's fixed cost makes the proportion wrong far away — a draining batch's plain steps
+        of 9 requests, scaled to 16, read 20% slower than a step of 16, and taken as the
+        bucket's plain time they once kept speculation on at 16 streams (0.76x of off)."""
+        near = sorted(reversed(self.samples), key=lambda sample: abs(sample[0] - batch))[:WINDOW]
+        return statistics.median(seconds * batch / size for size, seconds in near)
 
-    def add(self, value: float, step: int) -> None:
-        self.samples.append(value)
+    def add(self, batch: int, seconds: float, step: int) -> None:
+        self.samples.append((batch, seconds))
         self.count += 1
         self.last_step = step
 
@@ -115,7 +124,7 @@ class SpeculationController:
         elif not self.adaptive or num_active == 0:
             k = self.max_drafts
         else:
-            k = self._best(bucket_of(num_active))
+            k = self._best(num_active)
         self.current_k = k
         return k
 
@@ -140,27 +149,30 @@ class SpeculationController:
         cell = self.cells.get((bucket, k))
         return cell is not None and cell.count >= MIN_SAMPLES
 
-    def predicted_time(self, bucket: int, k: int) -> float | None:
-        """Step time of k drafts at ``bucket``: measured there, else the nearest smaller bucket's
-        ratio to its plain step, scaled by this bucket's plain step (None when nothing is known)."""
+    def predicted_time(self, batch: int, k: int) -> float | None:
+        """Step time of k drafts at ``batch``: measured in its bucket, else the nearest smaller
+        bucket's ratio to its plain step, scaled by this bucket's plain step (None when nothing
+        is known)."""
+        bucket = bucket_of(batch)
         if self._measured(bucket, k):
-            return self.cells[(bucket, k)].time
+            return self.cells[(bucket, k)].time(batch)
         if not self._measured(bucket, 0):
             return None
         below = [b for (b, j) in self.cells if j == k and b < bucket and self._measured(b, k) and self._measured(b, 0)]
         if not below:
             return None
         near = max(below)
-        return self.cells[(bucket, 0)].time * self.cells[(near, k)].time / self.cells[(near, 0)].time
+        return self.cells[(bucket, 0)].time(batch) * self.cells[(near, k)].time(near) / self.cells[(near, 0)].time(near)
 
-    def _best(self, bucket: int) -> int:
+    def _best(self, batch: int) -> int:
+        bucket = bucket_of(batch)
         if not self._measured(bucket, 0):
             return 0  # plain steps first: the baseline every other estimate scales from
-        times = {k: self.predicted_time(bucket, k) for k in self.candidates}
+        times = {k: self.predicted_time(batch, k) for k in self.candidates}
         unknown = [k for k, t in times.items() if t is None]
         if unknown:
             return unknown[0]  # nothing known at or below this batch size: try it
-        rate = {k: bucket * self.expected_tokens(k, bucket) / times[k] for k in self.candidates}
+        rate = {k: batch * self.expected_tokens(k, bucket) / times[k] for k in self.candidates}
         best = max(self.candidates, key=rate.get)
         if not self._measured(bucket, best):
             return best  # predicted from a smaller bucket: measure it here
@@ -181,18 +193,20 @@ class SpeculationController:
         at = self.candidates.index(best)
         neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
         probe = min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
-        if rate[probe] >= EXPLORE_WITHIN * rate[best]:
+        cell = self.cells.get((bucket, probe))
+        interval = self.intervals.get(bucket, REFRESH)
+        if (rate[probe] >= EXPLORE_WITHIN * rate[best]  # close enough that the load may have tipped it
+                or cell is not None and cell.count < WINDOW  # a loser measured here on a few samples (cold kernels?)
+                or interval >= MAX_REFRESH):  # a loser long believed: look once more, seldom
             self.probe = (bucket, probe, PROBE_STEPS - 1, best)
-            return probe  # close enough that the load may have tipped it
-        interval = self.intervals.get(bucket, REFRESH)  # a clear loser: not run, looked at again later
-        self.intervals[bucket] = min(2 * interval, MAX_REFRESH)
+            return probe
+        self.intervals[bucket] = min(2 * interval, MAX_REFRESH)  # a clear loser: not run
         self.next_probe[bucket] = self.steps + self.intervals[bucket]
         return best
 
     def observe_step(self, batch_size: int, k: int, seconds: float) -> None:
-        """A pure decode step of ``batch_size`` requests with ``k`` drafts took ``seconds``."""
-        cell = self.cells.setdefault((bucket_of(batch_size), k), _Cell())
-        cell.add(seconds * bucket_of(batch_size) / batch_size, self.steps)  # scaled to the bucket's size
+        """A steady decode step of ``batch_size`` requests with ``k`` drafts took ``seconds``."""
+        self.cells.setdefault((bucket_of(batch_size), k), _Cell()).add(batch_size, seconds, self.steps)
 
     def observe_accept(self, proposed: int, accepted: int) -> None:
         """One decoding request's share of the last step (chosen k): ``proposed`` chain positions
