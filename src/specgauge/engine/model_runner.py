@@ -74,6 +74,11 @@ class ModelRunner:
         """One forward over the batch; every sequence that reached its end gets one sampled token."""
         forward_batch, sampling_seqs = self.build_forward_batch(batch.seqs)
         logits, _ = self.model.forward_cached(forward_batch, self.cache)  # (M, V)
+        return self.sampled_outputs(batch, sampling_seqs, logits)
+
+    def sampled_outputs(self, batch: ScheduledBatch, sampling_seqs: list[ScheduledSeq],
+                        logits: torch.Tensor) -> list[SeqOutput]:
+        """One token sampled from ``logits`` (rows in ``sampling_seqs`` order) per sampling sequence."""
         tokens: dict[int, int] = {}
         if sampling_seqs:
             for seq in sampling_seqs:
