@@ -1,6 +1,8 @@
 """The speculation controller: disable-above switching and the adaptive cost model's choice of k
 from measured step times and running acceptance (pure Python, scripted machine timings)."""
 
+import statistics
+
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.control import SpeculationController, bucket_of
 
@@ -169,3 +171,19 @@ def test_a_draining_batch_does_not_skew_the_time_of_a_full_one():
     # scaled in proportion to 16 these steps read 0.0133 s; the estimate at 16 is taken from steps of 16
     assert abs(controller.predicted_time(16, 0) - plain_step(16)) < 1e-9
     assert abs(controller.predicted_time(9, 0) - plain_step(9)) < 1e-9
+
+
+def test_off_or_on_is_judged_on_neighbouring_steps_so_the_machine_drifting_does_not_decide():
+    import itertools
+    import math
+
+    clock = itertools.count()
+
+    def drifting(batch, k):  # the full draft costs 3x a plain step; the machine's speed swings 2.6x
+        return 0.01 * (3.0 if k else 1.0) * (1.8 + 0.8 * math.sin(next(clock) / 25))
+
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    assert controller.paired
+    picks = drive(controller, 16, drifting, lambda k: 1, steps=1500)  # 2 tokens a step: 0.67x of plain
+    assert abs(statistics.median(controller.pairs[16]) - 3.0) < 0.05  # each pair shares its moment's speed
+    assert picks[300:].count(4) <= 4 * 3  # plain, but for a few probes

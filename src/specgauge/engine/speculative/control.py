@@ -47,6 +47,7 @@ EXPLORE_WITHIN = 0.85  # a neighbour is re-measured only if its last estimate is
 MIN_SAMPLES = 3  # a median of three survives one outlier (the first step of a new shape builds its kernels)
 WINDOW = 8   # samples a time estimate takes the median of: those nearest the batch size in question
 KEEP = 32    # samples a cell keeps
+PAIR_GAP = 8  # a steady step is paired with the other candidate's last steady step this many steps back at most
 MIN_YIELDS = 16  # request-steps with k drafts before their measured yield replaces the position model
 DECAY = 0.999
 
@@ -97,6 +98,14 @@ class SpeculationController:
     probe: tuple[int, int, int, int] | None = None  # (bucket, k, steps left, choice before) of a probe in progress
     intervals: dict[int, int] = field(default_factory=dict)   # bucket → steps between its probes
     next_probe: dict[int, int] = field(default_factory=dict)  # bucket → step its next probe falls due
+    last_steady: dict[tuple[int, int], tuple[int, int, float]] = field(default_factory=dict)  # (bucket, k) → (step, batch, seconds) of its last steady step not yet paired
+    pairs: dict[int, deque] = field(default_factory=dict)  # bucket → time(max)/time(0) of neighbouring steady steps
+
+    @property
+    def paired(self) -> bool:
+        """Two candidates (off or the full draft): their cost ratio is measured from neighbouring
+        steps, which this machine's drift (tens of percent within minutes) does not reach."""
+        return len(self.candidates) == 2
 
     @classmethod
     def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool,
@@ -149,20 +158,38 @@ class SpeculationController:
         cell = self.cells.get((bucket, k))
         return cell is not None and cell.count >= MIN_SAMPLES
 
+    def _ratio(self, bucket: int, k: int) -> float | None:
+        """time(k) / time(0) in ``bucket`` (None until measured there): with two candidates the
+        median over pairs of neighbouring steady steps, else the ratio of the cells' estimates."""
+        if self.paired:
+            pairs = self.pairs.get(bucket)
+            return statistics.median(pairs) if pairs and len(pairs) >= MIN_SAMPLES else None
+        if self._measured(bucket, k) and self._measured(bucket, 0):
+            return self.cells[(bucket, k)].time(bucket) / self.cells[(bucket, 0)].time(bucket)
+        return None
+
+    def _known(self, bucket: int, k: int) -> bool:
+        return self._measured(bucket, 0) if k == 0 else self._ratio(bucket, k) is not None
+
     def predicted_time(self, batch: int, k: int) -> float | None:
-        """Step time of k drafts at ``batch``: measured in its bucket, else the nearest smaller
-        bucket's ratio to its plain step, scaled by this bucket's plain step (None when nothing
-        is known)."""
+        """Step time of k drafts at ``batch``: this bucket's plain step times k's ratio to it,
+        measured here or else in the nearest smaller bucket where it was (None when nothing is
+        known)."""
         bucket = bucket_of(batch)
-        if self._measured(bucket, k):
-            return self.cells[(bucket, k)].time(batch)
         if not self._measured(bucket, 0):
             return None
-        below = [b for (b, j) in self.cells if j == k and b < bucket and self._measured(b, k) and self._measured(b, 0)]
-        if not below:
-            return None
-        near = max(below)
-        return self.cells[(bucket, 0)].time(batch) * self.cells[(near, k)].time(near) / self.cells[(near, 0)].time(near)
+        plain = self.cells[(bucket, 0)].time(batch)
+        if k == 0:
+            return plain
+        if not self.paired and self._measured(bucket, k):
+            return self.cells[(bucket, k)].time(batch)
+        ratio = self._ratio(bucket, k)
+        if ratio is None:
+            below = [b for b in {b for (b, _) in self.cells} if b < bucket and self._ratio(b, k) is not None]
+            if not below:
+                return None
+            ratio = self._ratio(max(below), k)
+        return plain * ratio
 
     def _best(self, batch: int) -> int:
         bucket = bucket_of(batch)
@@ -171,11 +198,11 @@ class SpeculationController:
         times = {k: self.predicted_time(batch, k) for k in self.candidates}
         unknown = [k for k, t in times.items() if t is None]
         if unknown:
-            return unknown[0]  # nothing known at or below this batch size: try it
+            return self._partnered(bucket, unknown[0])  # nothing known at or below this batch size: try it
         rate = {k: batch * self.expected_tokens(k, bucket) / times[k] for k in self.candidates}
         best = max(self.candidates, key=rate.get)
-        if not self._measured(bucket, best):
-            return best  # predicted from a smaller bucket: measure it here
+        if not self._known(bucket, best):
+            return self._partnered(bucket, best)  # predicted from a smaller bucket: measure it here
         if self.probe is not None and self.probe[0] != bucket:
             self.probe = None  # the batch size moved on mid-probe
         if self.probe is not None:
@@ -194,9 +221,10 @@ class SpeculationController:
         neighbours = self.candidates[max(0, at - 1):at] + self.candidates[at + 1:at + 2]
         probe = min(neighbours, key=lambda k: self.cells[(bucket, k)].last_step if (bucket, k) in self.cells else -1)
         cell = self.cells.get((bucket, probe))
+        seen = len(self.pairs.get(bucket, ())) if self.paired else cell.count if cell else 0
         interval = self.intervals.get(bucket, REFRESH)
         if (rate[probe] >= EXPLORE_WITHIN * rate[best]  # close enough that the load may have tipped it
-                or cell is not None and cell.count < WINDOW  # a loser measured here on a few samples (cold kernels?)
+                or 0 < seen < WINDOW  # a loser measured here on a few samples (cold kernels?)
                 or interval >= MAX_REFRESH):  # a loser long believed: look once more, seldom
             self.probe = (bucket, probe, PROBE_STEPS - 1, best)
             return probe
@@ -204,9 +232,25 @@ class SpeculationController:
         self.next_probe[bucket] = self.steps + self.intervals[bucket]
         return best
 
+    def _partnered(self, bucket: int, k: int) -> int:
+        """``k``, to be measured — or first a plain step, when two candidates are paired and no
+        unpaired steady plain step is left here to pair k's next step with (measuring k then
+        alternates plain and k steps until enough pairs are in)."""
+        if self.paired and k and (bucket, 0) not in self.last_steady:
+            return 0
+        return k
+
     def observe_step(self, batch_size: int, k: int, seconds: float) -> None:
         """A steady decode step of ``batch_size`` requests with ``k`` drafts took ``seconds``."""
-        self.cells.setdefault((bucket_of(batch_size), k), _Cell()).add(batch_size, seconds, self.steps)
+        bucket = bucket_of(batch_size)
+        self.cells.setdefault((bucket, k), _Cell()).add(batch_size, seconds, self.steps)
+        if self.paired:  # pair with the other candidate's last steady step, each step paired once at most
+            partner = (bucket, 0 if k else self.candidates[1])
+            other = self.last_steady.pop(partner, None)
+            if other is not None and self.steps - other[0] <= PAIR_GAP:
+                mine, theirs = seconds / batch_size, other[2] / other[1]  # per request: neighbours' batches are alike
+                self.pairs.setdefault(bucket, deque(maxlen=KEEP)).append(mine / theirs if k else theirs / mine)
+            self.last_steady[(bucket, k)] = (self.steps, batch_size, seconds)
 
     def observe_accept(self, proposed: int, accepted: int) -> None:
         """One decoding request's share of the last step (chosen k): ``proposed`` chain positions
