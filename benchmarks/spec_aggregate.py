@@ -165,7 +165,24 @@ def measure(engines: dict[str, Engine], prompts: list[list[int]], levels: list[i
             f"{arm} {tokens[arm] / seconds[arm]:7.1f} tok/s ({ratios[level][arm]:.2f}x)"
             + (f" [{drafting[arm] / steps[arm]:.0%} drafting]" if arm in ("disable", "adaptive") else "")
             for arm in engines), flush=True)
+        if "adaptive" in engines:
+            print("         adaptive's model: " + describe_model(engines["adaptive"].controller), flush=True)
     return ratios
+
+
+def describe_model(controller) -> str:
+    """Per bucket the adaptive controller's view: the full draft's step time over a plain step's
+    (paired median, and how many pairs), the tokens a request gets per step with it, and so the
+    choice (``on`` when the draft's expected tokens per second beat plain's)."""
+    parts = []
+    k = controller.max_drafts
+    for bucket in sorted({b for (b, _) in controller.cells}):
+        pairs = controller.pairs.get(bucket)
+        if not pairs or len(pairs) < 3:
+            continue
+        ratio, tokens = statistics.median(pairs), controller.expected_tokens(k, bucket)
+        parts.append(f"{bucket}: {ratio:.2f}x time, {tokens:.2f} tok ({len(pairs)} pairs) {'on' if tokens > ratio else 'off'}")
+    return "; ".join(parts) or "(nothing paired yet)"
 
 
 def crossover(rates: dict, arm: str) -> int | None:

@@ -187,3 +187,13 @@ def test_off_or_on_is_judged_on_neighbouring_steps_so_the_machine_drifting_does_
     picks = drive(controller, 16, drifting, lambda k: 1, steps=1500)  # 2 tokens a step: 0.67x of plain
     assert abs(statistics.median(controller.pairs[16]) - 3.0) < 0.05  # each pair shares its moment's speed
     assert picks[300:].count(4) <= 4 * 3  # plain, but for a few probes
+
+
+def test_a_near_tie_goes_to_plain_and_a_clear_gain_to_the_draft():
+    def picks_at(time_ratio):  # every chain gets 1 draft accepted: 2 tokens a step
+        controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+        picks = drive(controller, 8, lambda b, k: 0.01 * (time_ratio if k else 1.0), lambda k: 1, steps=400)
+        return picks[100:]
+
+    assert picks_at(1.95).count(4) <= 4 * 3  # 1.03x of plain on the model: plain, but for probes
+    assert picks_at(1.80).count(4) >= 280  # 1.11x: the draft

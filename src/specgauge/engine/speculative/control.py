@@ -13,7 +13,17 @@
   where they were, or else from the running per-position acceptance,
   ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
   ``--speculative-min-draft-prob``), and picks the k with the most expected tokens per second,
-  ``B * tokens(k) / time(B, k)``.
+  ``B * tokens(k) / time(B, k)``, with ``time(B, k)`` the plain step's estimate times k's
+  ratio to it — drafting only when it beats plain by ``MARGIN`` (5%): the model sees steady
+  steps, not the draft head's catch-up over each new prompt or drafting beside prefill chunks.
+
+  With two candidates (off or the full draft: a tree, or a chain that cuts itself short) that
+  ratio is the median over *pairs of neighbouring steady steps*, one of each, at most
+  ``PAIR_GAP`` steps apart and each step in one pair at most. Estimates measured minutes apart
+  compared this machine's drift as much as the choice (tens of percent; adaptive kept the full
+  draft at 4 streams, 0.90x of off, and off at 2, where the draft paid); neighbours share their
+  moment's speed, as the benchmark's interleaved arms do. With more candidates the ratio is that
+  of the two cells' estimates.
 
   A bucket first measures plain steps. A k never measured in it is predicted from the nearest
   *smaller* bucket where it was (its time relative to that bucket's plain step; with that
@@ -24,8 +34,8 @@
 
   A bucket probes a neighbour of its choice (k − 1 or k + 1, the less recently tried) for
   ``PROBE_STEPS`` steps when its probe falls due — if the neighbour's estimate is within
-  ``EXPLORE_WITHIN`` of the best, or rests on fewer than ``WINDOW`` samples (the first steps of
-  new shapes build their kernels: speculation at 4 streams once measured 5x a plain step), or
+  ``EXPLORE_WITHIN`` of the best, or rests on fewer than ``WINDOW`` samples or pairs (early samples can
+  be far off: speculation at 4 streams once measured 5x a plain step on 3, 2.5x later), or
   the bucket's interval has reached ``MAX_REFRESH`` — so where speculation clearly loses, a
   speculative step (and its catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe
   falls due ``REFRESH`` steps into the bucket; a probe that leaves the choice unchanged, or is
@@ -43,6 +53,9 @@ REFRESH = 48  # steps before a bucket's first probe
 MAX_REFRESH = 16 * REFRESH  # a probe that confirms the choice doubles its bucket's interval, up to this
 PROBE_STEPS = 3  # a re-measured k is held this many steps: the first one back on after plain steps
 # carries the catch-up of every token decoded meanwhile and is not learned from (not steady)
+MARGIN = 0.05  # drafting must beat plain by this much on the steady-step model: the model does not see
+# what drafting costs outside steady steps (the draft head's catch-up over each new prompt, drafting
+# beside prefill chunks), and without it kept the draft on at 4 streams where it ran at 0.90x of off
 EXPLORE_WITHIN = 0.85  # a neighbour is re-measured only if its last estimate is within 15% of the best
 MIN_SAMPLES = 3  # a median of three survives one outlier (the first step of a new shape builds its kernels)
 WINDOW = 8   # samples a time estimate takes the median of: those nearest the batch size in question
@@ -201,6 +214,8 @@ class SpeculationController:
             return self._partnered(bucket, unknown[0])  # nothing known at or below this batch size: try it
         rate = {k: batch * self.expected_tokens(k, bucket) / times[k] for k in self.candidates}
         best = max(self.candidates, key=rate.get)
+        if best and rate[best] < (1 + MARGIN) * rate[0]:
+            best = 0  # a near-tie goes to plain (see MARGIN)
         if not self._known(bucket, best):
             return self._partnered(bucket, best)  # predicted from a smaller bucket: measure it here
         if self.probe is not None and self.probe[0] != bucket:
