@@ -111,10 +111,10 @@ def test_probes_hold_three_steps_and_a_clear_loser_is_re_probed_only_until_well_
     assert runs and all(n == 3 for n in runs)  # ... and plain, within 15% of it, is re-measured 3 steps at a time
     busy = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
     picks = drive(busy, 64, step_time, one, steps=1200)
-    # 2.5x a plain step's time per token: re-probed only until it has 8 samples (3 measured + 2
-    # probes of 3 steps, of which 2 are learned from, ...), then not before the interval's cap
-    assert picks[:300].count(4) <= 3 + 3 * 3 and picks[300:].count(4) == 0
-    assert busy.cells[(64, 4)].count >= 8
+    # 2.5x a plain step's time per token: measured in alternation with plain steps until 8 pairs
+    # of neighbours are in, then not run again before the interval's cap
+    assert picks[:300].count(4) <= 8 and picks[300:].count(4) == 0
+    assert len(busy.pairs[64]) >= 8
     later = drive(busy, 64, step_time, one, steps=3000)  # a loser long believed is looked at once more, seldom
     starts = [i for i, k in enumerate(later) if k == 4 and (i == 0 or later[i - 1] == 0)]
     assert starts and all(later[i:i + 3] == [4, 4, 4] for i in starts)

@@ -176,7 +176,7 @@ class SpeculationController:
         median over pairs of neighbouring steady steps, else the ratio of the cells' estimates."""
         if self.paired:
             pairs = self.pairs.get(bucket)
-            return statistics.median(pairs) if pairs and len(pairs) >= MIN_SAMPLES else None
+            return statistics.median(pairs) if pairs and len(pairs) >= WINDOW else None
         if self._measured(bucket, k) and self._measured(bucket, 0):
             return self.cells[(bucket, k)].time(bucket) / self.cells[(bucket, 0)].time(bucket)
         return None
@@ -250,7 +250,9 @@ class SpeculationController:
     def _partnered(self, bucket: int, k: int) -> int:
         """``k``, to be measured — or first a plain step, when two candidates are paired and no
         unpaired steady plain step is left here to pair k's next step with (measuring k then
-        alternates plain and k steps until enough pairs are in)."""
+        alternates plain and k steps until ``WINDOW`` pairs are in: the first few steps of a new
+        bucket can be far off, and a ratio from 3 pairs once kept the draft off at 1 stream for
+        700 steps)."""
         if self.paired and k and (bucket, 0) not in self.last_steady:
             return 0
         return k
