@@ -33,11 +33,12 @@
   predicted best is measured here — a new batch size costs a few steps, not a sweep of every k.
 
   A bucket probes a neighbour of its choice (k − 1 or k + 1, the less recently tried) for
-  ``PROBE_STEPS`` steps when its probe falls due — if the neighbour's estimate is within
-  ``EXPLORE_WITHIN`` of the best, or rests on fewer than ``WINDOW`` samples or pairs (early samples can
-  be far off: speculation at 4 streams once measured 5x a plain step on 3, 2.5x later), or
-  the bucket's interval has reached ``MAX_REFRESH`` — so where speculation clearly loses, a
-  speculative step (and its catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe
+  ``PROBE_STEPS`` steps when its probe falls due, if the neighbour was measured in this bucket
+  (early estimates can be far off: speculation at 4 streams once measured 5x a plain step on 3
+  samples, 2.5x later, and a few early pairs kept it off at 1 stream for hundreds of steps), or
+  its prediction from below is within ``EXPLORE_WITHIN`` of the best, or the bucket's interval
+  has reached ``MAX_REFRESH`` — so where a smaller batch already says speculation clearly loses,
+  a speculative step (and its catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe
   falls due ``REFRESH`` steps into the bucket; a probe that leaves the choice unchanged, or is
   skipped, doubles the bucket's interval (up to ``MAX_REFRESH``), one that changes it resets it:
   the model follows a load that moves, and costs ever less where it does not.
@@ -56,7 +57,7 @@ PROBE_STEPS = 3  # a re-measured k is held this many steps: the first one back o
 MARGIN = 0.05  # drafting must beat plain by this much on the steady-step model: the model does not see
 # what drafting costs outside steady steps (the draft head's catch-up over each new prompt, drafting
 # beside prefill chunks), and without it kept the draft on at 4 streams where it ran at 0.90x of off
-EXPLORE_WITHIN = 0.85  # a neighbour is re-measured only if its last estimate is within 15% of the best
+EXPLORE_WITHIN = 0.85  # a neighbour only predicted here is measured if its estimate is within 15% of the best
 MIN_SAMPLES = 3  # a median of three survives one outlier (the first step of a new shape builds its kernels)
 WINDOW = 8   # samples a time estimate takes the median of: those nearest the batch size in question
 KEEP = 32    # samples a cell keeps
@@ -238,12 +239,12 @@ class SpeculationController:
         cell = self.cells.get((bucket, probe))
         seen = len(self.pairs.get(bucket, ())) if self.paired else cell.count if cell else 0
         interval = self.intervals.get(bucket, REFRESH)
-        if (rate[probe] >= EXPLORE_WITHIN * rate[best]  # close enough that the load may have tipped it
-                or 0 < seen < WINDOW  # a loser measured here on a few samples (cold kernels?)
-                or interval >= MAX_REFRESH):  # a loser long believed: look once more, seldom
+        if (seen  # measured here: looked at again, ever less often (an early estimate can be far off)
+                or rate[probe] >= EXPLORE_WITHIN * rate[best]  # only predicted, but close
+                or interval >= MAX_REFRESH):  # predicted a loser from below long ago: look once, seldom
             self.probe = (bucket, probe, PROBE_STEPS - 1, best)
             return probe
-        self.intervals[bucket] = min(2 * interval, MAX_REFRESH)  # a clear loser: not run
+        self.intervals[bucket] = min(2 * interval, MAX_REFRESH)  # predicted a clear loser from below: not run
         self.next_probe[bucket] = self.steps + self.intervals[bucket]
         return best
 
