@@ -94,6 +94,7 @@ class OracleDrafter:
 
     aux_layers: tuple[int, ...] = ()
     last_catch_up = 0  # the drafter interface: draft pairs the last proposal caught up
+    last_skipped: frozenset[str] = frozenset()  # ... and requests it did not draft for whatever k
 
     def __init__(self, continuations: dict[tuple[int, ...], list[int]], depth: int, tree: bool) -> None:
         self.continuations = continuations

@@ -91,3 +91,28 @@ def test_a_chain_stops_after_an_unsure_draft_token(tiny_model_dir, head_dir):
     assert drafter._stop_unsure([4, 4, 4, 3], [0, 2, 3], logits, 2) == [4, 4, 2, 3]
     drafter.min_draft_prob = 0.0  # off: every chain keeps its k
     assert drafter._stop_unsure([4, 4], [0, 1], logits[:2], 1) == [4, 4]
+
+
+def test_requests_that_cannot_draft_whatever_k_do_not_teach_the_controller(tiny_model_dir, head_dir):
+    """A request whose max_tokens leaves no room for drafts, or whose backlog after an off period
+    is not worth catching up, gives 1 token under any k: it is reported ineligible and left out of
+    the controller's yield (a draining batch of such requests once read the draft's yield at 1
+    stream as 1.66 tokens instead of 2.37, and kept the adaptive engine off there)."""
+    engine = make_spec_engine(tiny_model_dir, max_running=4, max_tokens_per_step=256, dtype="float32",
+                              speculative=SpeculativeConfig(algorithm="EAGLE3", num_steps=3,
+                                                            draft_model_path=str(head_dir)))
+    prompts = [engine.tokenizer.encode(text) for text in domain_prompts(2)]
+    engine.submit("short", prompts[0], SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True), lambda e: None)
+    engine.submit("long", prompts[1], SamplingParams(max_tokens=40, temperature=0.0, ignore_eos=True), lambda e: None)
+    engine._drain_inbox(block=False)
+    engine.step()  # both prefill; each has 1 token
+    observed = []
+    engine.controller.observe_accept = lambda proposed, accepted: observed.append((proposed, accepted))
+    engine.step()  # "short" has 1 token left: it can draft nothing
+    report = engine.runner.last
+    assert report.k > 0 and report.ineligible == {"short"}
+    assert set(report.verdicts) == {"short", "long"} and len(observed) == 1 and observed[0][0] > 0
+    while engine.scheduler.has_work:
+        engine.step()
+    engine.blocks.check_integrity()
+    assert engine.blocks.num_free_blocks == engine.blocks.num_blocks

@@ -265,9 +265,10 @@ class Engine:
         report = self.runner.last
         counted = self.runner.record(updates)
         self.metrics.observe_spec(report, counted, self.controller)
-        if report.k:  # every decoding request's share, drafting or not (the controller's yield of k)
-            for proposed, _, accepted in counted:
-                self.controller.observe_accept(proposed, accepted)
+        if report.k:  # every decoding request's share that k decided, drafting or not (the yield of k)
+            for request_id, (proposed, accepted) in report.verdicts.items():
+                if request_id not in report.ineligible:
+                    self.controller.observe_accept(proposed, accepted)
         if is_steady(report):
             self.controller.observe_step(report.decoding, report.k, elapsed)
 

@@ -88,6 +88,7 @@ class Eagle3Drafter:
         self.is_tree = topk > 1
         self.catch_up_budget = CATCH_UP_BUDGET
         self.last_catch_up = 0  # draft pairs the last proposal caught up (the runner reports it)
+        self.last_skipped: frozenset[str] = frozenset()  # request ids whose backlog the last proposal did not catch up
         cfg = head.config
         self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
@@ -213,6 +214,8 @@ class Eagle3Drafter:
         """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none)."""
         trees = [DraftTree.chain(())] * len(requests)
         active = [i for i, k in enumerate(ks) if k > 0 and self._worth_catching_up(requests[i])]
+        chosen = set(active)
+        self.last_skipped = frozenset(requests[i].request_id for i, k in enumerate(ks) if k > 0 and i not in chosen)
         # Catch-up forward over the pending pairs of the requests drafting now; one not drafting
         # this step keeps its backlog for a later one.
         caught = self._catch_up([requests[i] for i in active])

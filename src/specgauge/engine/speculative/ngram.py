@@ -24,6 +24,7 @@ class NgramDrafter:
     aux_layers: tuple[int, ...] = ()
     is_tree = False
     last_catch_up = 0  # no draft state to catch up
+    last_skipped: frozenset[str] = frozenset()  # a miss proposes nothing, but every request is looked up
 
     def __init__(self, max_n: int = 3, min_n: int = 1) -> None:
         self.max_n, self.min_n = max_n, min_n

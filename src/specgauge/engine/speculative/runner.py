@@ -42,6 +42,10 @@ class StepReport:
     pure_decode: bool = True     # no prefill chunk in the step
     catch_up: int = 0            # EAGLE-3 draft pairs caught up before drafting (a backlog after an off period is many)
     verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)  # request id → (proposed, accepted)
+    # decoding requests that could draft nothing whatever k: max_tokens leaves no room, or (EAGLE-3)
+    # a backlog not worth catching up; they yield 1 token under any choice, so they do not teach
+    # the controller what k gives
+    ineligible: set[str] = field(default_factory=set)
 
 
 def is_steady(report: StepReport) -> bool:
@@ -89,6 +93,7 @@ class SpeculativeRunner(ModelRunner):
             proposed = self.drafter.propose([s.request for s, _ in decode], [k for _, k in decode])
             trees = {id(seq): tree for (seq, _), tree in zip(decode, proposed)}
             report.catch_up = self.drafter.last_catch_up
+            report.ineligible = {s.request.request_id for s, k in decode if k == 0} | self.drafter.last_skipped
         report.draft_seconds = time.perf_counter() - start
 
         segments = []
