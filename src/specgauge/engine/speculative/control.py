@@ -19,11 +19,11 @@
 
   With two candidates (off or the full draft: a tree, or a chain that cuts itself short) that
   ratio is the median over *pairs of neighbouring steady steps*, one of each, at most
-  ``PAIR_GAP`` steps apart and each step in one pair at most. Estimates measured minutes apart
-  compared this machine's drift as much as the choice (tens of percent; adaptive kept the full
-  draft at 4 streams, 0.90x of off, and off at 2, where the draft paid); neighbours share their
-  moment's speed, as the benchmark's interleaved arms do. With more candidates the ratio is that
-  of the two cells' estimates.
+  ``PAIR_GAP`` steps apart, a step paired at most with one step before it and one after.
+  Estimates measured minutes apart compared this machine's drift as much as the choice (tens of
+  percent; adaptive kept the full draft at 4 streams, 0.90x of off, and off at 2, where the
+  draft paid); neighbours share their moment's speed, as the benchmark's interleaved arms do.
+  With more candidates the ratio is that of the two cells' estimates.
 
   A bucket first measures plain steps. A k never measured in it is predicted from the nearest
   *smaller* bucket where it was (its time relative to that bucket's plain step; with that
@@ -84,7 +84,8 @@ class _Cell:
         (the most recent first among equals), each scaled to it in proportion. Only near ones:
         a step's fixed cost makes the proportion wrong far away — a draining batch's plain steps
         of 9 requests, scaled to 16, read 20% slower than a step of 16, and taken as the
-        bucket's plain time they once kept speculation on at 16 streams (0.76x of off)."""
+        bucket's plain time they make speculation look better there than it is (the likeliest
+        cause of one run's 0.76x of off at 16 streams)."""
         near = sorted(reversed(self.samples), key=lambda sample: abs(sample[0] - batch))[:WINDOW]
         return statistics.median(seconds * batch / size for size, seconds in near)
 
@@ -262,7 +263,7 @@ class SpeculationController:
         """A steady decode step of ``batch_size`` requests with ``k`` drafts took ``seconds``."""
         bucket = bucket_of(batch_size)
         self.cells.setdefault((bucket, k), _Cell()).add(batch_size, seconds, self.steps)
-        if self.paired:  # pair with the other candidate's last steady step, each step paired once at most
+        if self.paired:  # pair with the other candidate's last steady step not yet paired with a later one
             partner = (bucket, 0 if k else self.candidates[1])
             other = self.last_steady.pop(partner, None)
             if other is not None and self.steps - other[0] <= PAIR_GAP:
