@@ -171,18 +171,11 @@ def measure(engines: dict[str, Engine], prompts: list[list[int]], levels: list[i
 
 
 def describe_model(controller) -> str:
-    """Per bucket the adaptive controller's view: the full draft's step time over a plain step's
-    (paired median, and how many pairs), the tokens a request gets per step with it, and so the
-    choice (``on`` when the draft's expected tokens per second beat plain's)."""
-    parts = []
-    k = controller.max_drafts
-    for bucket in sorted({b for (b, _) in controller.cells}):
-        pairs = controller.pairs.get(bucket)
-        if not pairs or len(pairs) < 3:
-            continue
-        ratio, tokens = statistics.median(pairs), controller.expected_tokens(k, bucket)
-        parts.append(f"{bucket}: {ratio:.2f}x time, {tokens:.2f} tok ({len(pairs)} pairs) {'on' if tokens > ratio else 'off'}")
-    return "; ".join(parts) or "(nothing paired yet)"
+    """Per bucket the adaptive controller's own view (``paired_view``): the full draft's step time
+    over a plain step's, the tokens a request gets per step with it, the pairs behind the ratio,
+    and the choice there."""
+    return "; ".join(f"{bucket}: {ratio:.2f}x time, {tokens:.2f} tok ({pairs} pairs) {'on' if k else 'off'}"
+                     for bucket, ratio, tokens, pairs, k in controller.paired_view()) or "(nothing paired yet)"
 
 
 def crossover(rates: dict, arm: str) -> int | None:

@@ -196,3 +196,11 @@ def test_a_near_tie_goes_to_plain_and_a_clear_gain_to_the_draft():
 
     assert picks_at(1.95).count(4) <= 4 * 3  # 1.03x of plain on the model: plain, but for probes
     assert picks_at(1.80).count(4) >= 280  # 1.11x: the draft
+
+
+def test_the_paired_view_shows_each_measured_bucket_and_the_choice_made_there():
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    picks = drive(controller, 8, lambda b, k: 0.01 * (1.95 if k else 1.0), lambda k: 1, steps=400)
+    [(bucket, ratio, tokens, pairs, choice)] = controller.paired_view()
+    assert (bucket, choice) == (8, 0) and pairs >= 8 and abs(ratio - 1.95) < 1e-9 and abs(tokens - 2.0) < 1e-9
+    assert picks[-1] == choice  # a near-tie (1.03x on the model): the view and the controller agree on plain

@@ -215,9 +215,7 @@ class SpeculationController:
         if unknown:
             return self._partnered(bucket, unknown[0])  # nothing known at or below this batch size: try it
         rate = {k: batch * self.expected_tokens(k, bucket) / times[k] for k in self.candidates}
-        best = max(self.candidates, key=rate.get)
-        if best and rate[best] < (1 + MARGIN) * rate[0]:
-            best = 0  # a near-tie goes to plain (see MARGIN)
+        best = self._pick(rate)
         if not self._known(bucket, best):
             return self._partnered(bucket, best)  # predicted from a smaller bucket: measure it here
         if self.probe is not None and self.probe[0] != bucket:
@@ -248,6 +246,23 @@ class SpeculationController:
         self.intervals[bucket] = min(2 * interval, MAX_REFRESH)  # predicted a clear loser from below: not run
         self.next_probe[bucket] = self.steps + self.intervals[bucket]
         return best
+
+    def _pick(self, rate: dict[int, float]) -> int:
+        """The candidate with the most expected tokens per second; a near-tie goes to plain (``MARGIN``)."""
+        best = max(self.candidates, key=rate.get)
+        return 0 if best and rate[best] < (1 + MARGIN) * rate[0] else best
+
+    def paired_view(self) -> list[tuple[int, float, float, int, int]]:
+        """With two candidates, per bucket whose ratio is measured: (bucket, time(full draft) /
+        time(plain), tokens a request gets per step with the draft, pairs, the choice there)."""
+        view = []
+        for bucket in sorted(self.pairs):
+            ratio = self._ratio(bucket, self.max_drafts)
+            if ratio is not None:
+                tokens = self.expected_tokens(self.max_drafts, bucket)
+                view.append((bucket, ratio, tokens, len(self.pairs[bucket]),
+                             self._pick({0: 1.0, self.max_drafts: tokens / ratio})))
+        return view
 
     def _partnered(self, bucket: int, k: int) -> int:
         """``k``, to be measured — or first a plain step, when two candidates are paired and no
