@@ -1,10 +1,12 @@
 """The speculation controller: disable-above switching and the adaptive cost model's choice of k
 from measured step times and running acceptance (pure Python, scripted machine timings)."""
 
+import math
 import statistics
+from collections import deque
 
 from specgauge.engine.speculative.config import SpeculativeConfig
-from specgauge.engine.speculative.control import SpeculationController, bucket_of
+from specgauge.engine.speculative.control import SpeculationController, _Cell, bucket_of
 
 
 def drive(controller, batch, step_time, accepted_of, steps=300):
@@ -69,21 +71,24 @@ def test_a_new_batch_size_is_predicted_from_a_measured_one_not_swept():
     assert controller.predicted_time(2, 3) is not None and early[-1] == 4
 
 
-def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave():
-    """Chains cut short (min-draft-prob) and requests that did not draft this step: the position
-    model alone would overestimate k's yield; the measured one is used once seen often enough."""
+def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave_pooled_over_batch_sizes():
+    """Chains cut short (min-draft-prob): the position model alone would overestimate k's yield;
+    the measured one is used once seen often enough, at every batch size (acceptance is the
+    drafter's and the text's: a bucket's own first few request-steps are too few to go by)."""
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=False)
     assert controller.choose(2) == 4  # the steps below ran with 4 drafts
     for _ in range(8):
         controller.observe_accept(1, 1)  # a chain cut after its first draft, which was accepted
-        controller.observe_accept(0, 0)  # a request that did not draft in this step
-    assert controller.expected_tokens(4, bucket=2) > 2.0  # too few request-steps: the position model
+        controller.observe_accept(0, 0)  # one whose head was unsure at the first draft: none proposed
+    assert controller.expected_tokens(4) > 2.0  # too few request-steps: the position model
     for _ in range(10):  # (the counts decay slowly: 20 request-steps count as ~19.8)
         controller.observe_accept(1, 1)
         controller.observe_accept(0, 0)
-    assert abs(controller.expected_tokens(4, bucket=2) - 1.5) < 0.01  # 1 + half a draft per request-step
-    assert abs(controller.expected_tokens(4, bucket=64) - 1.5) < 0.01  # a larger batch: the nearest smaller bucket's
-    assert controller.expected_tokens(4, bucket=1) > 2.0  # a smaller one: nothing below it, the position model
+    assert abs(controller.expected_tokens(4) - 1.5) < 0.01  # 1 + half a draft per request-step
+    controller.choose(64)  # a busier batch: its steps add to the same pool
+    for _ in range(40):
+        controller.observe_accept(1, 1)
+    assert 1.7 < controller.expected_tokens(4) < 1.9
     assert controller.expected_tokens(0) == 1.0
 
 
@@ -204,3 +209,66 @@ def test_the_paired_view_shows_each_measured_bucket_and_the_choice_made_there():
     [(bucket, ratio, tokens, pairs, choice)] = controller.paired_view()
     assert (bucket, choice) == (8, 0) and pairs >= 8 and abs(ratio - 1.95) < 1e-9 and abs(tokens - 2.0) < 1e-9
     assert picks[-1] == choice  # a near-tie (1.03x on the model): the view and the controller agree on plain
+
+
+def test_a_noisy_near_tie_is_measured_until_its_pairs_settle_it_and_a_clear_call_is_not():
+    import random
+
+    from specgauge.engine.speculative.control import PAIRS_KEEP
+
+    def picks_at(time_ratio, seed=3):  # every chain gets 1 draft accepted: 2 tokens a step
+        noise = random.Random(seed)
+        controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+        picks = drive(controller, 1, lambda b, k: 0.01 * (time_ratio if k else 1.0) * noise.lognormvariate(0, 0.3),
+                      lambda k: 1, steps=600)
+        return controller, picks
+
+    near, picks = picks_at(1.80)  # 1.11x on the model, 6% over the 5% line, each step +-30%
+    alternating = picks.index(4)  # two plain steps, two draft steps, ... the second of each paired
+    assert picks[alternating:alternating + 8] == [4, 4, 0, 0, 4, 4, 0, 0]
+    settled_at = next(i for i in range(alternating, len(picks)) if picks[i:i + 12] in ([4] * 12, [0] * 12))
+    assert settled_at - alternating >= 2 * 2 * 8  # not decided on the first 8 pairs ...
+    assert near.settled(1) and 8 < len(near.pairs[1]) <= PAIRS_KEEP  # ... but on the pairs it took to settle it
+    clear, picks = picks_at(1.25)  # 1.6x: a few pairs are enough
+    assert clear.settled(1) and picks[60:].count(4) >= 500
+
+
+def test_time_ratios_are_fitted_non_decreasing_in_the_batch_size():
+    from collections import deque
+
+    from specgauge.engine.speculative.control import monotone_ratios
+
+    fitted = monotone_ratios({1: deque([2.6] * 8), 2: deque([2.0] * 24), 4: deque([2.2] * 8), 8: deque([3.0] * 8)})
+    assert abs(fitted[1] - fitted[2]) < 1e-12 and 2.0 < fitted[1] < 2.6  # out of line: pooled, by weight
+    assert fitted[1] < fitted[4] and abs(fitted[4] - 2.2) < 1e-9 and abs(fitted[8] - 3.0) < 1e-9  # in line: as measured
+    assert abs(fitted[2] - math.exp((8 * math.log(2.6) + 24 * math.log(2.0)) / 32)) < 1e-12
+
+    # 2.5 tokens a verify; 4 streams read the draft 2.1x a plain step on many pairs (on), a single
+    # stream 2.45x on its first few (off on its own): the fit pools them and the single stream drafts
+    import itertools
+
+    accepted = itertools.cycle([1, 2])
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    drive(controller, 4, lambda b, k: 0.01 * (2.1 if k else 1.0), lambda k: next(accepted), steps=200)
+    picks = drive(controller, 1, lambda b, k: 0.01 * (2.45 if k else 1.0), lambda k: next(accepted), steps=200)
+    assert picks[-100:].count(4) >= 90
+    assert 2.1 < controller._ratio(1, 4) == controller._ratio(4, 4) < 2.45  # one pooled figure
+
+
+def test_a_larger_batch_is_predicted_with_the_ratio_growing_as_it_grew_below():
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    drive(controller, 4, lambda b, k: 0.01 * (2.0 if k else 1.0), lambda k: 2, steps=100)
+    assert controller.ratio_from_below(8, 4) == 2.0  # one bucket below: its ratio, no growth known
+    drive(controller, 8, lambda b, k: 0.01 * (2.4 if k else 1.0), lambda k: 2, steps=100)
+    assert abs(controller.ratio_from_below(16, 4) - 2.88) < 1e-9  # 1.2x per doubling, as from 4 to 8
+    assert abs(controller.ratio_from_below(64, 4) - 2.4 * 1.2 ** 3) < 1e-9
+    picks = drive(controller, 16, lambda b, k: 0.01 * (2.5 if k else 1.0), lambda k: 2, steps=100)
+    assert set(picks) == {0}  # 3 tokens for 2.88x: a predicted loser, not measured
+
+
+def test_a_ratio_that_falls_with_the_batch_is_not_extrapolated_downwards():
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
+    controller.pairs = {1: deque([2.2] * 8), 2: deque([2.0] * 64)}
+    for bucket in (1, 2):
+        controller.cells[(bucket, 0)] = _Cell()
+    assert abs(controller.ratio_from_below(8, 4) - controller._ratio(2, 4)) < 1e-12

@@ -8,10 +8,11 @@
   *steady* decode steps (no prefill chunk, no catch-up backlog: ``runner.is_steady``), and
   estimates a step of B requests by the median of the ``WINDOW`` nearest B (robust to a noisy,
   shared machine and to a batch that drains). It predicts the tokens a request gets per step with k
-  drafts from what steps with k drafts gave in the bucket (per decoding request, counting those
-  that did not draft), or, until 16 such request-steps are seen, from the nearest smaller bucket
-  where they were, or else from the running per-position acceptance,
-  ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
+  drafts from what steps with k drafts gave, per request that could draft (not one whose backlog
+  after an off period was not worth catching up), pooled over every batch size (acceptance is the drafter's and the text's, not the batch's; a bucket's own few
+  request-steps once read 2.0 tokens where the pool read 2.5 and kept a single stream plain for
+  1500 steps), or, until 16 such request-steps are seen, from the running per-position
+  acceptance, ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
   ``--speculative-min-draft-prob``), and picks the k with the most expected tokens per second,
   ``B * tokens(k) / time(B, k)``, with ``time(B, k)`` the plain step's estimate times k's
   ratio to it — drafting only when it beats plain by ``MARGIN`` (5%): the model sees steady
@@ -19,26 +20,37 @@
 
   With two candidates (off or the full draft: a tree, or a chain that cuts itself short) that
   ratio is the median over *pairs of neighbouring steady steps*, one of each, at most
-  ``PAIR_GAP`` steps apart, a step paired at most with one step before it and one after.
+  ``PAIR_GAP`` steps apart, a step paired at most with one step before it and one after, and
+  only steps that continue their mode (measuring alternates two of each). Ratios are fitted
+  non-decreasing over the buckets (``monotone_ratios``).
   Estimates measured minutes apart compared this machine's drift as much as the choice (tens of
   percent; adaptive kept the full draft at 4 streams, 0.90x of off, and off at 2, where the
   draft paid); neighbours share their moment's speed, as the benchmark's interleaved arms do.
   With more candidates the ratio is that of the two cells' estimates.
 
-  A bucket first measures plain steps. A k never measured in it is predicted from the nearest
-  *smaller* bucket where it was (its time relative to that bucket's plain step; with that
-  bucket's yield): speculation only loses ground as the batch grows (verify costs grow with
-  B·(1+k), and busier batches draft less), so a prediction from below is optimistic and a k it
+  A bucket first measures plain steps. A k never measured in it is predicted from the *smaller*
+  buckets where it was (``ratio_from_below``): speculation only loses ground as the batch grows
+  (verify costs grow with B·(1+k), and busier batches draft less), so a prediction from below
+  is optimistic and a k it
   calls a loser is not worth measuring, while with nothing below, k is measured. Only a
   predicted best is measured here — a new batch size costs a few steps, not a sweep of every k.
+
+  With two candidates a bucket's choice waits for its pairs to settle it: while the measured gain
+  of the draft (tokens over time ratio) lies within ``Z`` standard errors of the ``MARGIN`` line
+  (the median's error, from the pairs' spread), and fewer than ``PAIRS_KEEP`` pairs are in, it
+  goes on alternating plain and draft steps. Near the line either choice costs little, so
+  measuring there is cheap, while a choice made there on a few pairs was a coin toss: a single
+  stream gaining 1.14x sat within noise of the line and a few unlucky early pairs kept it plain
+  for thousands of steps, 0.87x of drafting. Far from the line a few pairs settle it.
 
   A bucket probes a neighbour of its choice (k − 1 or k + 1, the less recently tried) for
   ``PROBE_STEPS`` steps when its probe falls due, if the neighbour was measured in this bucket
   (early estimates can be far off: speculation at 4 streams once measured 5x a plain step on 3
-  samples, 2.5x later, and a few early pairs kept it off at 1 stream for hundreds of steps), or
-  its prediction from below is within ``EXPLORE_WITHIN`` of the best, or the bucket's interval
-  has reached ``MAX_REFRESH`` — so where a smaller batch already says speculation clearly loses,
-  a speculative step (and its catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe
+  samples, 2.5x later), or the bucket's interval has reached ``MAX_REFRESH``. A neighbour only
+  predicted from a smaller bucket, where it lost, is not run before that: the prediction is
+  optimistic, so it loses here too (probing it anyway cost 2–4% of plain's throughput at 16 and
+  32 streams) — where a smaller batch says speculation loses, a speculative step (and its
+  catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe
   falls due ``REFRESH`` steps into the bucket; a probe that leaves the choice unchanged, or is
   skipped, doubles the bucket's interval (up to ``MAX_REFRESH``), one that changes it resets it:
   the model follows a load that moves, and costs ever less where it does not.
@@ -46,6 +58,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
@@ -57,11 +70,12 @@ PROBE_STEPS = 3  # a re-measured k is held this many steps: the first one back o
 MARGIN = 0.05  # drafting must beat plain by this much on the steady-step model: the model does not see
 # what drafting costs outside steady steps (the draft head's catch-up over each new prompt, drafting
 # beside prefill chunks), and without it kept the draft on at 4 streams where it ran at 0.90x of off
-EXPLORE_WITHIN = 0.85  # a neighbour only predicted here is measured if its estimate is within 15% of the best
 MIN_SAMPLES = 3  # a median of three survives one outlier (the first step of a new shape builds its kernels)
 WINDOW = 8   # samples a time estimate takes the median of: those nearest the batch size in question
 KEEP = 32    # samples a cell keeps
 PAIR_GAP = 8  # a steady step is paired with the other candidate's last steady step this many steps back at most
+PAIRS_KEEP = 64  # pairs a bucket keeps; with this many its choice is the median's, however near the line
+Z = 2.0  # standard errors between the measured gain and the MARGIN line that settle a bucket's choice before that
 MIN_YIELDS = 16  # request-steps with k drafts before their measured yield replaces the position model
 DECAY = 0.999
 
@@ -69,6 +83,22 @@ DECAY = 0.999
 def bucket_of(batch_size: int) -> int:
     """Batch-size bucket: the next power of two."""
     return 1 << max(0, (batch_size - 1).bit_length())
+
+
+def monotone_ratios(pairs: dict[int, deque]) -> dict[int, float]:
+    """Per bucket, the median of its pairs' time ratios (in logs), fitted non-decreasing in the
+    batch size, each bucket weighted by its pairs (pool-adjacent-violators): a draft costs a
+    plain step's fixed overhead plus a verify that grows with B·(1+k), so its ratio to a plain
+    step does not fall as the batch grows. A bucket measured on a few noisy pairs out of line
+    with its neighbours is pooled with them: one engine drafted on 1% of its single-stream steps
+    (0.87x of a drafting engine) while it read 2.12x at 4 streams and drafted there."""
+    blocks = []  # [log ratio, weight, buckets], merged while out of order
+    for bucket in sorted(pairs):
+        blocks.append([statistics.median(math.log(p) for p in pairs[bucket]), len(pairs[bucket]), [bucket]])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (left, w1, b1), (right, w2, b2) = blocks[-2], blocks.pop()
+            blocks[-1] = [(left * w1 + right * w2) / (w1 + w2), w1 + w2, b1 + b2]
+    return {bucket: math.exp(value) for value, _, buckets in blocks for bucket in buckets}
 
 
 @dataclass
@@ -106,15 +136,16 @@ class SpeculationController:
     reached: list[float] = field(default_factory=list)   # per draft position: times verified
     accepted: list[float] = field(default_factory=list)  # per draft position: times accepted
     cells: dict[tuple[int, int], _Cell] = field(default_factory=dict)
-    yields: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # (bucket, k) → [decayed drafts accepted, decayed request-steps]
+    yields: dict[int, list[float]] = field(default_factory=dict)  # k → [decayed drafts accepted, decayed request-steps that could draft]
     steps: int = 0
     current_k: int = 0
-    current_bucket: int = 1
+    previous_k: int = 0  # the step before's: a step that switched speculation on or off is not paired
     probe: tuple[int, int, int, int] | None = None  # (bucket, k, steps left, choice before) of a probe in progress
     intervals: dict[int, int] = field(default_factory=dict)   # bucket → steps between its probes
     next_probe: dict[int, int] = field(default_factory=dict)  # bucket → step its next probe falls due
     last_steady: dict[tuple[int, int], tuple[int, int, float]] = field(default_factory=dict)  # (bucket, k) → (step, batch, seconds) of its last steady step not yet paired
     pairs: dict[int, deque] = field(default_factory=dict)  # bucket → time(max)/time(0) of neighbouring steady steps
+    fitted: dict[int, float] | None = None  # bucket → its ratio from ``monotone_ratios`` (None: a pair came since)
 
     @property
     def paired(self) -> bool:
@@ -142,26 +173,22 @@ class SpeculationController:
     def choose(self, num_active: int) -> int:
         """Draft tokens per request for the next step, which serves ``num_active`` requests."""
         self.steps += 1
-        self.current_bucket = bucket_of(max(num_active, 1))
         if self.disable_above is not None and num_active > self.disable_above:
             k = 0
         elif not self.adaptive or num_active == 0:
             k = self.max_drafts
         else:
             k = self._best(num_active)
-        self.current_k = k
+        self.previous_k, self.current_k = self.current_k, k
         return k
 
-    def expected_tokens(self, k: int, bucket: int | None = None) -> float:
-        """Tokens per request per step with k drafts: what steps with k drafts gave in ``bucket``
-        when seen often enough there, else in the nearest smaller bucket where they were (a busy
-        batch yields less per request: some requests do not draft while catching up), else from
-        the running per-position acceptance."""
-        if k and bucket is not None:
-            seen = [b for (b, j), (_, n) in self.yields.items() if j == k and b <= bucket and n >= MIN_YIELDS]
-            if seen:
-                accepted, steps = self.yields[(max(seen), k)]
-                return 1.0 + accepted / steps
+    def expected_tokens(self, k: int) -> float:
+        """Tokens per request per step with k drafts: what steps with k drafts gave a request that
+        could draft, pooled over batch sizes, once ``MIN_YIELDS`` such request-steps are seen; else
+        from the running per-position acceptance."""
+        seen = self.yields.get(k)
+        if k and seen and seen[1] >= MIN_YIELDS:
+            return 1.0 + seen[0] / seen[1]
         total, survive = 1.0, 1.0
         for i in range(k):
             rate = self.accepted[i] / self.reached[i] if self.reached[i] else 0.5
@@ -175,10 +202,12 @@ class SpeculationController:
 
     def _ratio(self, bucket: int, k: int) -> float | None:
         """time(k) / time(0) in ``bucket`` (None until measured there): with two candidates the
-        median over pairs of neighbouring steady steps, else the ratio of the cells' estimates."""
+        median over pairs of neighbouring steady steps, made non-decreasing over the buckets
+        (``monotone_ratios``), else the ratio of the cells' estimates."""
         if self.paired:
-            pairs = self.pairs.get(bucket)
-            return statistics.median(pairs) if pairs and len(pairs) >= WINDOW else None
+            if self.fitted is None:
+                self.fitted = monotone_ratios({b: pairs for b, pairs in self.pairs.items() if len(pairs) >= WINDOW})
+            return self.fitted.get(bucket)
         if self._measured(bucket, k) and self._measured(bucket, 0):
             return self.cells[(bucket, k)].time(bucket) / self.cells[(bucket, 0)].time(bucket)
         return None
@@ -188,8 +217,8 @@ class SpeculationController:
 
     def predicted_time(self, batch: int, k: int) -> float | None:
         """Step time of k drafts at ``batch``: this bucket's plain step times k's ratio to it,
-        measured here or else in the nearest smaller bucket where it was (None when nothing is
-        known)."""
+        measured here or else extrapolated from below (``ratio_from_below``; None when nothing
+        is known)."""
         bucket = bucket_of(batch)
         if not self._measured(bucket, 0):
             return None
@@ -200,11 +229,25 @@ class SpeculationController:
             return self.cells[(bucket, k)].time(batch)
         ratio = self._ratio(bucket, k)
         if ratio is None:
-            below = [b for b in {b for (b, _) in self.cells} if b < bucket and self._ratio(b, k) is not None]
-            if not below:
-                return None
-            ratio = self._ratio(max(below), k)
-        return plain * ratio
+            ratio = self.ratio_from_below(bucket, k)
+        return None if ratio is None else plain * ratio
+
+    def ratio_from_below(self, bucket: int, k: int) -> float | None:
+        """k's time ratio to a plain step in ``bucket``, from the smaller buckets where it was
+        measured: the nearest one's, grown by the growth per doubling of the batch between the
+        two nearest (at least 1). The ratio grows ever faster with the batch (the verify's
+        B·(1+k) tokens take over from fixed costs), so this stays optimistic — while the nearest
+        bucket's ratio alone called 16 streams a 7% gain from 8's (2.38x for 2.56 tokens), and
+        measuring it there, each draft step catching up the prompts that came meanwhile, is the
+        likeliest cost behind one run's 0.95x of plain at 16 streams with 2% of steps drafting."""
+        below = sorted(b for b in {b for (b, _) in self.cells} if b < bucket and self._ratio(b, k) is not None)
+        if not below:
+            return None
+        ratio = self._ratio(below[-1], k)
+        if len(below) > 1:
+            growth = (ratio / self._ratio(below[-2], k)) ** (1 / math.log2(below[-1] / below[-2]))
+            ratio *= max(1.0, growth) ** math.log2(bucket / below[-1])
+        return ratio
 
     def _best(self, batch: int) -> int:
         bucket = bucket_of(batch)
@@ -214,10 +257,13 @@ class SpeculationController:
         unknown = [k for k, t in times.items() if t is None]
         if unknown:
             return self._partnered(bucket, unknown[0])  # nothing known at or below this batch size: try it
-        rate = {k: batch * self.expected_tokens(k, bucket) / times[k] for k in self.candidates}
+        rate = {k: batch * self.expected_tokens(k) / times[k] for k in self.candidates}
         best = self._pick(rate)
         if not self._known(bucket, best):
             return self._partnered(bucket, best)  # predicted from a smaller bucket: measure it here
+        if self.paired and self._ratio(bucket, self.max_drafts) is not None and not self.settled(bucket):
+            self.probe = None
+            return self._partnered(bucket, self.max_drafts)  # near the line: go on alternating
         if self.probe is not None and self.probe[0] != bucket:
             self.probe = None  # the batch size moved on mid-probe
         if self.probe is not None:
@@ -238,14 +284,28 @@ class SpeculationController:
         cell = self.cells.get((bucket, probe))
         seen = len(self.pairs.get(bucket, ())) if self.paired else cell.count if cell else 0
         interval = self.intervals.get(bucket, REFRESH)
-        if (seen  # measured here: looked at again, ever less often (an early estimate can be far off)
-                or rate[probe] >= EXPLORE_WITHIN * rate[best]  # only predicted, but close
-                or interval >= MAX_REFRESH):  # predicted a loser from below long ago: look once, seldom
+        if seen or interval >= MAX_REFRESH:  # measured here, or predicted a loser from below long ago
             self.probe = (bucket, probe, PROBE_STEPS - 1, best)
             return probe
-        self.intervals[bucket] = min(2 * interval, MAX_REFRESH)  # predicted a clear loser from below: not run
+        self.intervals[bucket] = min(2 * interval, MAX_REFRESH)  # predicted a loser from below: not run
         self.next_probe[bucket] = self.steps + self.intervals[bucket]
         return best
+
+    def settled(self, bucket: int) -> bool:
+        """With two candidates: whether ``bucket``'s pairs settle its choice — ``PAIRS_KEEP`` of
+        them, or a measured gain (tokens with the draft over its time ratio, fitted across the
+        buckets) at least ``Z`` standard errors of the bucket's own median (1.2533 · 1.4826 ·
+        MAD / √n, in logs) from the ``MARGIN`` line."""
+        pairs = self.pairs.get(bucket, ())
+        if len(pairs) >= PAIRS_KEEP:
+            return True
+        if len(pairs) < WINDOW:
+            return False
+        logs = [math.log(p) for p in pairs]
+        own = statistics.median(logs)
+        error = 1.2533 * 1.4826 * statistics.median(abs(x - own) for x in logs) / math.sqrt(len(logs))
+        gain = math.log(self.expected_tokens(self.max_drafts) / self._ratio(bucket, self.max_drafts))
+        return abs(gain - math.log(1 + MARGIN)) >= Z * error
 
     def _pick(self, rate: dict[int, float]) -> int:
         """The candidate with the most expected tokens per second; a near-tie goes to plain (``MARGIN``)."""
@@ -259,15 +319,16 @@ class SpeculationController:
         for bucket in sorted(self.pairs):
             ratio = self._ratio(bucket, self.max_drafts)
             if ratio is not None:
-                tokens = self.expected_tokens(self.max_drafts, bucket)
+                tokens = self.expected_tokens(self.max_drafts)
                 view.append((bucket, ratio, tokens, len(self.pairs[bucket]),
                              self._pick({0: 1.0, self.max_drafts: tokens / ratio})))
         return view
 
     def _partnered(self, bucket: int, k: int) -> int:
-        """``k``, to be measured — or first a plain step, when two candidates are paired and no
+        """``k``, to be measured — or first plain steps, when two candidates are paired and no
         unpaired steady plain step is left here to pair k's next step with (measuring k then
-        alternates plain and k steps until ``WINDOW`` pairs are in: the first few steps of a new
+        alternates two plain and two k steps, the second of each paired, until ``WINDOW`` pairs
+        are in: the first few steps of a new
         bucket can be far off, and a ratio from 3 pairs once kept the draft off at 1 stream for
         700 steps)."""
         if self.paired and k and (bucket, 0) not in self.last_steady:
@@ -278,19 +339,24 @@ class SpeculationController:
         """A steady decode step of ``batch_size`` requests with ``k`` drafts took ``seconds``."""
         bucket = bucket_of(batch_size)
         self.cells.setdefault((bucket, k), _Cell()).add(batch_size, seconds, self.steps)
-        if self.paired:  # pair with the other candidate's last steady step not yet paired with a later one
+        if self.paired and (k > 0) == (self.previous_k > 0):
+            # pair with the other candidate's last steady step not yet paired with a later one; only
+            # steps that continue their mode: the draft step after a plain one caught up one token a
+            # request where steady drafting catches up every accepted one, and pairs of such steps
+            # read 2.26x a plain step at 8 streams where drafting runs cost 2.42x
             partner = (bucket, 0 if k else self.candidates[1])
             other = self.last_steady.pop(partner, None)
             if other is not None and self.steps - other[0] <= PAIR_GAP:
                 mine, theirs = seconds / batch_size, other[2] / other[1]  # per request: neighbours' batches are alike
-                self.pairs.setdefault(bucket, deque(maxlen=KEEP)).append(mine / theirs if k else theirs / mine)
+                self.pairs.setdefault(bucket, deque(maxlen=PAIRS_KEEP)).append(mine / theirs if k else theirs / mine)
+                self.fitted = None
             self.last_steady[(bucket, k)] = (self.steps, batch_size, seconds)
 
     def observe_accept(self, proposed: int, accepted: int) -> None:
         """One decoding request's share of the last step (chosen k): ``proposed`` chain positions
         tried (0: it did not draft), the first ``accepted`` accepted."""
         if self.current_k:
-            seen = self.yields.setdefault((self.current_bucket, self.current_k), [0.0, 0.0])
+            seen = self.yields.setdefault(self.current_k, [0.0, 0.0])
             seen[0], seen[1] = seen[0] * DECAY + accepted, seen[1] * DECAY + 1.0
         for i in range(min(proposed, accepted + 1, self.max_drafts)):  # positions the walk reached
             self.reached[i] = self.reached[i] * DECAY + 1.0

@@ -42,9 +42,9 @@ class StepReport:
     pure_decode: bool = True     # no prefill chunk in the step
     catch_up: int = 0            # EAGLE-3 draft pairs caught up before drafting (a backlog after an off period is many)
     verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)  # request id → (proposed, accepted)
-    # decoding requests that could draft nothing whatever k: max_tokens leaves no room, or (EAGLE-3)
-    # a backlog not worth catching up; they yield 1 token under any choice, so they do not teach
-    # the controller what k gives
+    # decoding requests (EAGLE-3) whose backlog after an off period was not worth catching up: a cost
+    # of switching speculation back on, not of drafting, so they do not teach the controller what k
+    # gives. (A request that max_tokens leaves no room to draft does: every drafting batch has them.)
     ineligible: set[str] = field(default_factory=set)
 
 
@@ -93,7 +93,7 @@ class SpeculativeRunner(ModelRunner):
             proposed = self.drafter.propose([s.request for s, _ in decode], [k for _, k in decode])
             trees = {id(seq): tree for (seq, _), tree in zip(decode, proposed)}
             report.catch_up = self.drafter.last_catch_up
-            report.ineligible = {s.request.request_id for s, k in decode if k == 0} | self.drafter.last_skipped
+            report.ineligible = set(self.drafter.last_skipped)
         report.draft_seconds = time.perf_counter() - start
 
         segments = []
