@@ -237,12 +237,12 @@ def print_goals(rates: dict, levels: list[int], cross: int | None, cross2: int |
     print("\ngoals (run 2):")
     if "off2" in speedup:
         floor = [rates[level]["off2"] for level in levels]
-        print(f"  noise floor: off2 / off {min(floor):.2f}x .. {max(floor):.2f}x over the levels")
+        print(f"  noise floor: off2 / off {min(floor):.3f}x .. {max(floor):.3f}x over the levels")
     print(f"  crossover within c<=256: {'yes' if cross else 'NO'} (run 1: c={cross}, run 2: c={cross2})")
     for arm in ("disable", "adaptive"):
         worst = min((rates[level][arm], level) for level in levels if level <= 64)
         kept = (speedup[arm] - 1) / (speedup["on"] - 1) if speedup["on"] > 1 else float("nan")
-        print(f"  {arm}: worst ratio to off over c<=64 {worst[0]:.2f}x at c={worst[1]} (goal >= 0.95); "
+        print(f"  {arm}: worst ratio to off over c<=64 {worst[0]:.3f}x at c={worst[1]} (goal >= 0.95); "
               f"c={first} speedup {speedup[arm]:.2f}x vs on's {speedup['on']:.2f}x: {kept:.0%} of the gain kept "
               f"(goal >= 90%)")
 
