@@ -272,3 +272,21 @@ def test_a_ratio_that_falls_with_the_batch_is_not_extrapolated_downwards():
     for bucket in (1, 2):
         controller.cells[(bucket, 0)] = _Cell()
     assert abs(controller.ratio_from_below(8, 4) - controller._ratio(2, 4)) < 1e-12
+
+
+def test_the_monotone_fit_is_scipys_weighted_isotonic_regression_of_the_log_medians():
+    import random
+
+    from scipy.optimize import isotonic_regression
+
+    from specgauge.engine.speculative.control import monotone_ratios
+
+    rng = random.Random(7)
+    for _ in range(20):
+        pairs = {1 << i: deque(rng.lognormvariate(0.7 + 0.05 * i, 0.3) for _ in range(rng.randint(8, 64)))
+                 for i in range(rng.randint(1, 8))}
+        buckets = sorted(pairs)
+        logs = [statistics.median(math.log(p) for p in pairs[b]) for b in buckets]
+        expected = isotonic_regression(logs, weights=[len(pairs[b]) for b in buckets]).x
+        fitted = monotone_ratios(pairs)
+        assert all(abs(math.log(fitted[b]) - x) < 1e-9 for b, x in zip(buckets, expected))
