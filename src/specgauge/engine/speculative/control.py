@@ -9,10 +9,10 @@
   estimates a step of B requests by the median of the ``WINDOW`` nearest B (robust to a noisy,
   shared machine and to a batch that drains). It predicts the tokens a request gets per step with k
   drafts from what steps with k drafts gave, per request that could draft (not one whose backlog
-  after an off period was not worth catching up), pooled over every batch size (acceptance is the drafter's and the text's, not the batch's; a bucket's own few
-  request-steps once read 2.0 tokens where the pool read 2.5 and kept a single stream plain for
-  1500 steps), or, until 16 such request-steps are seen, from the running per-position
-  acceptance, ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
+  after an off period was not worth catching up), pooled over every batch size (acceptance is the
+  drafter's and the text's, not the batch's; a bucket's own few request-steps once read 2.0
+  tokens where the pool read 2.5 and kept a single stream plain for 1500 steps), or, until 16
+  such request-steps are seen, from the running per-position acceptance, ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
   ``--speculative-min-draft-prob``), and picks the k with the most expected tokens per second,
   ``B * tokens(k) / time(B, k)``, with ``time(B, k)`` the plain step's estimate times k's
   ratio to it — drafting only when it beats plain by ``MARGIN`` (5%): the model sees steady
@@ -31,9 +31,9 @@
   A bucket first measures plain steps. A k never measured in it is predicted from the *smaller*
   buckets where it was (``ratio_from_below``): speculation only loses ground as the batch grows
   (verify costs grow with B·(1+k), and busier batches draft less), so a prediction from below
-  is optimistic and a k it
-  calls a loser is not worth measuring, while with nothing below, k is measured. Only a
-  predicted best is measured here — a new batch size costs a few steps, not a sweep of every k.
+  is optimistic and a k it calls a loser is not worth measuring, while with nothing below, k is
+  measured. Only a predicted best is measured here — a new batch size costs a few steps, not a
+  sweep of every k.
 
   With two candidates a bucket's choice waits for its pairs to settle it: while the measured gain
   of the draft (tokens over time ratio) lies within ``Z`` standard errors of the ``MARGIN`` line
@@ -50,8 +50,8 @@
   predicted from a smaller bucket, where it lost, is not run before that: the prediction is
   optimistic, so it loses here too (probing it anyway cost 2–4% of plain's throughput at 16 and
   32 streams) — where a smaller batch says speculation loses, a speculative step (and its
-  catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe
-  falls due ``REFRESH`` steps into the bucket; a probe that leaves the choice unchanged, or is
+  catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe falls due ``REFRESH`` steps
+  into the bucket; a probe that leaves the choice unchanged, or is
   skipped, doubles the bucket's interval (up to ``MAX_REFRESH``), one that changes it resets it:
   the model follows a load that moves, and costs ever less where it does not.
 """
@@ -101,6 +101,14 @@ def monotone_ratios(pairs: dict[int, deque]) -> dict[int, float]:
     return {bucket: math.exp(value) for value, _, buckets in blocks for bucket in buckets}
 
 
+def median_error(ratios) -> float:
+    """Standard error of the median of the ratios' logs, from their spread: 1.2533 · σ / √n, with
+    σ estimated robustly as 1.4826 · MAD (one pair of a stalled step does not inflate it)."""
+    logs = [math.log(r) for r in ratios]
+    centre = statistics.median(logs)
+    return 1.2533 * 1.4826 * statistics.median(abs(x - centre) for x in logs) / math.sqrt(len(logs))
+
+
 @dataclass
 class _Cell:
     """Recent steady steps of one (bucket, k): (batch size, seconds)."""
@@ -146,6 +154,7 @@ class SpeculationController:
     last_steady: dict[tuple[int, int], tuple[int, int, float]] = field(default_factory=dict)  # (bucket, k) → (step, batch, seconds) of its last steady step not yet paired
     pairs: dict[int, deque] = field(default_factory=dict)  # bucket → time(max)/time(0) of neighbouring steady steps
     fitted: dict[int, float] | None = None  # bucket → its ratio from ``monotone_ratios`` (None: a pair came since)
+    errors: dict[int, float] = field(default_factory=dict)  # bucket → standard error of its pairs' log median (with ``fitted``)
 
     @property
     def paired(self) -> bool:
@@ -205,8 +214,10 @@ class SpeculationController:
         median over pairs of neighbouring steady steps, made non-decreasing over the buckets
         (``monotone_ratios``), else the ratio of the cells' estimates."""
         if self.paired:
-            if self.fitted is None:
-                self.fitted = monotone_ratios({b: pairs for b, pairs in self.pairs.items() if len(pairs) >= WINDOW})
+            if self.fitted is None:  # a pair came since: fit again (not on every step)
+                measured = {b: pairs for b, pairs in self.pairs.items() if len(pairs) >= WINDOW}
+                self.fitted = monotone_ratios(measured)
+                self.errors = {b: median_error(pairs) for b, pairs in measured.items()}
             return self.fitted.get(bucket)
         if self._measured(bucket, k) and self._measured(bucket, 0):
             return self.cells[(bucket, k)].time(bucket) / self.cells[(bucket, 0)].time(bucket)
@@ -294,18 +305,16 @@ class SpeculationController:
     def settled(self, bucket: int) -> bool:
         """With two candidates: whether ``bucket``'s pairs settle its choice — ``PAIRS_KEEP`` of
         them, or a measured gain (tokens with the draft over its time ratio, fitted across the
-        buckets) at least ``Z`` standard errors of the bucket's own median (1.2533 · 1.4826 ·
-        MAD / √n, in logs) from the ``MARGIN`` line."""
+        buckets) at least ``Z`` standard errors of the bucket's own median (``median_error``)
+        from the ``MARGIN`` line."""
         pairs = self.pairs.get(bucket, ())
         if len(pairs) >= PAIRS_KEEP:
             return True
-        if len(pairs) < WINDOW:
+        ratio = self._ratio(bucket, self.max_drafts)
+        if ratio is None or bucket not in self.errors:
             return False
-        logs = [math.log(p) for p in pairs]
-        own = statistics.median(logs)
-        error = 1.2533 * 1.4826 * statistics.median(abs(x - own) for x in logs) / math.sqrt(len(logs))
-        gain = math.log(self.expected_tokens(self.max_drafts) / self._ratio(bucket, self.max_drafts))
-        return abs(gain - math.log(1 + MARGIN)) >= Z * error
+        gain = math.log(self.expected_tokens(self.max_drafts) / ratio)
+        return abs(gain - math.log(1 + MARGIN)) >= Z * self.errors[bucket]
 
     def _pick(self, rate: dict[int, float]) -> int:
         """The candidate with the most expected tokens per second; a near-tie goes to plain (``MARGIN``)."""
@@ -328,9 +337,8 @@ class SpeculationController:
         """``k``, to be measured — or first plain steps, when two candidates are paired and no
         unpaired steady plain step is left here to pair k's next step with (measuring k then
         alternates two plain and two k steps, the second of each paired, until ``WINDOW`` pairs
-        are in: the first few steps of a new
-        bucket can be far off, and a ratio from 3 pairs once kept the draft off at 1 stream for
-        700 steps)."""
+        are in: the first few steps of a new bucket can be far off, and a ratio from 3 pairs once
+        kept the draft off at 1 stream for 700 steps)."""
         if self.paired and k and (bucket, 0) not in self.last_steady:
             return 0
         return k
