@@ -234,7 +234,7 @@ def test_a_noisy_near_tie_is_measured_until_its_pairs_settle_it_and_a_clear_call
 
 
 def test_time_ratios_are_fitted_non_decreasing_in_the_batch_size():
-    from collections import deque
+    import itertools
 
     from specgauge.engine.speculative.control import monotone_ratios
 
@@ -245,8 +245,6 @@ def test_time_ratios_are_fitted_non_decreasing_in_the_batch_size():
 
     # 2.5 tokens a verify; 4 streams read the draft 2.1x a plain step on many pairs (on), a single
     # stream 2.45x on its first few (off on its own): the fit pools them and the single stream drafts
-    import itertools
-
     accepted = itertools.cycle([1, 2])
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
     drive(controller, 4, lambda b, k: 0.01 * (2.1 if k else 1.0), lambda k: next(accepted), steps=200)

@@ -11,7 +11,7 @@
   drafts from what steps with k drafts gave, per request that could draft (not one whose backlog
   after an off period was not worth catching up), pooled over every batch size (acceptance is the
   drafter's and the text's, not the batch's; a bucket's own few request-steps once read 2.0
-  tokens where the pool read 2.5 and kept a single stream plain for 1500 steps), or, until 16
+  tokens where the pool read 2.45 and kept a single stream plain for 1500 steps), or, until 16
   such request-steps are seen, from the running per-position acceptance, ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
   ``--speculative-min-draft-prob``), and picks the k with the most expected tokens per second,
   ``B * tokens(k) / time(B, k)``, with ``time(B, k)`` the plain step's estimate times k's
@@ -336,9 +336,9 @@ class SpeculationController:
     def _partnered(self, bucket: int, k: int) -> int:
         """``k``, to be measured — or first plain steps, when two candidates are paired and no
         unpaired steady plain step is left here to pair k's next step with (measuring k then
-        alternates two plain and two k steps, the second of each paired, until ``WINDOW`` pairs
-        are in: the first few steps of a new bucket can be far off, and a ratio from 3 pairs once
-        kept the draft off at 1 stream for 700 steps)."""
+        alternates two plain and two k steps, the second of each paired, until the bucket's pairs
+        settle its choice, ``settled``: the first few steps of a new bucket can be far off, and a
+        ratio from 3 pairs once kept the draft off at 1 stream for 700 steps)."""
         if self.paired and k and (bucket, 0) not in self.last_steady:
             return 0
         return k
