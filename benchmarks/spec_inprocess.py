@@ -2,15 +2,18 @@
 
     PYTHONPATH=src python benchmarks/spec_inprocess.py                              # shipped models
     PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain,k3,k5p30 --suite encyclopedic --prompts 12
+    PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain@none,k6p15@none,plain@fp16,k6p15@fp16
 
 Each configuration is an :class:`Engine` of the shipped target (1 thread) built once; the
 prompts of ``--suite`` run one at a time through every configuration in turn (request by
 request, so drifting machine load falls on all alike), ``Engine.step`` driven here. A
 configuration is ``plain``, ``ngram`` or ``k<steps>p<percent>`` (EAGLE-3 chain of up to
 ``steps`` drafts with ``--speculative-min-draft-prob percent/100``; ``k4p0`` = a fixed chain of 4),
-with a trailing ``ad`` for ``--speculative-adaptive``. Prints each one's median decode tok/s
-(tokens after the first / time after the first step), its ratio to ``plain``, the median of
-the per-prompt ratios and its decode tokens per step (the acceptance length: tokens per verify).
+with a trailing ``ad`` for ``--speculative-adaptive``, and ``@none`` or ``@fp16`` for the
+engine's ``--weight-packing`` (default ``auto``). Prints each one's median decode tok/s
+(tokens after the first / time after the first step), its ratio to ``plain`` (to ``plain@X``
+for a configuration ``...@X`` when that is run too), the median of the per-prompt ratios and its
+decode tokens per step (the acceptance length: tokens per verify).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ TARGET = ROOT / "src" / "specgauge" / "assets" / "target"
 
 def build(name: str, draft: str | None) -> Engine:
     """The engine a configuration name describes (see the module docstring)."""
+    name, _, packing = name.partition("@")
     if name == "plain":
         spec = SpeculativeConfig()
     elif name == "ngram":
@@ -48,7 +52,7 @@ def build(name: str, draft: str | None) -> Engine:
             raise SystemExit(f"unknown configuration {name!r} (plain, ngram, k<steps>p<percent>[ad])")
         spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=int(match[1]), min_draft_prob=int(match[2]) / 100,
                                  adaptive=bool(match[3]), draft_model_path=draft)
-    return Engine(EngineConfig(model_dir=str(TARGET), threads=1, speculative=spec))
+    return Engine(EngineConfig(model_dir=str(TARGET), threads=1, speculative=spec, weight_packing=packing or "auto"))
 
 
 def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, int, int]:
@@ -74,11 +78,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     names = args.configs.split(",")
-    if "plain" not in names:
+    if not any(name.partition("@")[0] == "plain" for name in names):
         names.insert(0, "plain")
     engines = {name: build(name, args.draft) for name in names}
     suite = fitting_suite(load_suite(args.suite), TARGET, args.tokens)  # the requests that fit the context
-    tokenizer = engines["plain"].tokenizer
+    tokenizer = next(iter(engines.values())).tokenizer
     prompts = [tokenizer.encode(render_prompt(tokenizer, suite.requests[(i * 7) % len(suite.requests)]))
                for i in range(args.prompts)]
     for engine in engines.values():  # warm-up: lazy allocations, the adaptive arm's first measurements
@@ -91,13 +95,16 @@ def main() -> None:
             rates[name].append(rate)
             counts[name][0] += count
             counts[name][1] += steps
-    base = statistics.median(rates["plain"])
     print(f"{suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
-          f"dtype {engines['plain'].config.torch_dtype}")
+          f"dtype {next(iter(engines.values())).config.torch_dtype}")
     for name, values in rates.items():
-        paired = statistics.median(a / b for a, b in zip(values, rates["plain"]))
-        print(f"{name:>8}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of plain "
-              f"(median of per-prompt ratios {paired:.2f}x)   {counts[name][0] / counts[name][1]:.2f} tokens per step")
+        suffix = name.partition("@")[1:]
+        baseline = "plain" + "".join(suffix) if "plain" + "".join(suffix) in rates else "plain"
+        base = statistics.median(rates[baseline])
+        paired = statistics.median(a / b for a, b in zip(values, rates[baseline]))
+        print(f"{name:>12}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of {baseline} "
+              f"(median of per-prompt ratios {paired:.2f}x)   {counts[name][0] / counts[name][1]:.2f} tokens per step   "
+              f"weights {engines[name].model.weight_packing}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ def make_engine(model_dir, **scheduler_overrides):
     from specgauge.engine.engine import Engine, EngineConfig
     from specgauge.engine.scheduler import SchedulerConfig
 
-    engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype"}
+    engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype", "weight_packing"}
     engine_kwargs = {k: scheduler_overrides.pop(k) for k in list(scheduler_overrides) if k in engine_keys}
     config = EngineConfig(model_dir=str(model_dir), threads=1, scheduler=SchedulerConfig(**scheduler_overrides),
                           **engine_kwargs)

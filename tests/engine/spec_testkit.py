@@ -13,9 +13,9 @@ from specgauge.engine.sampling_params import SamplingParams
 
 
 def write_random_head(path: Path, target_dir: Path, draft_vocab_size: int = 200, seed: int = 0,
-                      std: float = 0.1) -> Path:
+                      std: float = 0.1, dtype: torch.dtype | None = None) -> Path:
     """A random-weight EAGLE-3 head for the target in ``target_dir``, saved in the published
-    layout (fp32). Losslessness does not depend on the head's quality."""
+    layout (fp32 unless ``dtype``). Losslessness does not depend on the head's quality."""
     target = load_model(target_dir)
     config = Eagle3Config.for_target(target.config, draft_vocab_size, intermediate_size=96)
     torch.manual_seed(seed)
@@ -26,7 +26,7 @@ def write_random_head(path: Path, target_dir: Path, draft_vocab_size: int = 200,
                 param.normal_(0.0, std)
     counts = torch.arange(config.vocab_size, 0, -1).float()  # favour low ids, like frequent tokens
     head.set_vocab_map(*build_vocab_map(counts, draft_vocab_size, always=[6]))
-    save_eagle3(head, path, dtype=None)
+    save_eagle3(head, path, dtype=dtype)
     return path
 
 
@@ -79,7 +79,7 @@ def make_spec_engine(model_dir, speculative=None, **scheduler_overrides):
     from specgauge.engine.scheduler import SchedulerConfig
     from specgauge.engine.speculative.config import SpeculativeConfig
 
-    engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype"}
+    engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype", "weight_packing"}
     engine_kwargs = {k: scheduler_overrides.pop(k) for k in list(scheduler_overrides) if k in engine_keys}
     return Engine(EngineConfig(model_dir=str(model_dir), threads=1, scheduler=SchedulerConfig(**scheduler_overrides),
                                speculative=speculative or SpeculativeConfig(), **engine_kwargs))

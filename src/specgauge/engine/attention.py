@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
+from specgauge.engine.linear import PackedFP16, linear
+
 if TYPE_CHECKING:
     from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch
 
@@ -150,15 +152,18 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
     return outs[0] if len(outs) == 1 else torch.cat(outs)
 
 
-def linear_is_batch_invariant(weight: torch.Tensor) -> bool:
-    """Probe: does ``F.linear`` with ``weight`` give a row the same bits alone as among 2, 5 or
-    300 rows? True for bf16 on CPUs with native bf16 (oneDNN), false for fp32 (MKL switches
-    kernels with the row count)."""
+def linear_is_batch_invariant(weight: torch.Tensor | PackedFP16) -> bool:
+    """Probe: does the step's matmul with ``weight`` (dense or packed) give a row the same bits
+    alone as among 2, 5 or 300 rows? True for bf16 on CPUs with native bf16 (oneDNN), false for
+    fp32 (MKL switches kernels with the row count) and for FBGEMM's fp16-packed weights."""
+    dense = not isinstance(weight, PackedFP16)
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(300, weight.shape[1], generator=generator).to(weight.device, weight.dtype)
+    x = torch.randn(300, weight.shape[1], generator=generator)
+    if dense:
+        x = x.to(weight.device, weight.dtype)
     with torch.no_grad():
-        full = F.linear(x, weight)
+        full = linear(x, weight)
         rows = (0, 1, 4, 150, 299)
-        single = torch.cat([F.linear(x[i:i + 1], weight) for i in rows])
-        return (torch.equal(single, full[list(rows)]) and torch.equal(F.linear(x[:2], weight), full[:2])
-                and torch.equal(F.linear(x[:5], weight), full[:5]))
+        single = torch.cat([linear(x[i:i + 1], weight) for i in rows])
+        return (torch.equal(single, full[list(rows)]) and torch.equal(linear(x[:2], weight), full[:2])
+                and torch.equal(linear(x[:5], weight), full[:5]))

@@ -31,6 +31,9 @@ def _positive(ctx, param, value):
 @click.option("--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1 ...")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
               show_default=True, help="Weights and KV dtype; auto = bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), else float32.")
+@click.option("--weight-packing", type=click.Choice(["auto", "none", "fp16"]), default="auto", show_default=True,
+              help="How float32 matmuls on CPU hold their weights: fp16 = packed for FBGEMM (fp32 math, half the "
+                   "bytes; exact for bf16-valued weights but below 2^-14); auto = fp16 when every weight is a bf16 value.")
 @click.option("--served-model-name", default="specgauge-target", show_default=True,
               help="Model name the OpenAI routes answer to.")
 @click.option("--max-model-len", type=int, default=None, callback=_positive,
@@ -69,7 +72,7 @@ def _positive(ctx, param, value):
               help="EAGLE-3 chain: stop drafting after a token whose draft probability is below this (0 = off).")
 @click.option("--speculative-adaptive", is_flag=True,
               help="Choose the number of draft tokens (0 = off) each step from measured step times and acceptance.")
-def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served_model_name: str,
+def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight_packing: str, served_model_name: str,
           max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
           max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
           incremental_streaming_output: bool, max_body_bytes: int, threads: int | None,
@@ -91,7 +94,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, served
 
     config = EngineConfig(
         model_dir=str(model_dir), device=device, dtype=dtype, max_model_len=max_model_len,
-        block_size=block_size, num_blocks=num_blocks, threads=threads,
+        block_size=block_size, num_blocks=num_blocks, threads=threads, weight_packing=weight_packing,
         scheduler=SchedulerConfig(max_running=max_running_requests, max_tokens_per_step=max_tokens_per_step,
                                   max_waiting=max_waiting_requests),
         speculative=SpeculativeConfig(

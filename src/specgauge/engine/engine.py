@@ -28,6 +28,7 @@ import torch
 
 from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.kv_cache import KVCache
+from specgauge.engine.linear import PACKINGS, fp16_packing_supported
 from specgauge.engine.malloc import keep_freed_memory
 from specgauge.engine.metrics import EngineMetrics
 from specgauge.engine.model import load_model
@@ -68,6 +69,7 @@ class EngineConfig:
     scheduler: SchedulerConfig = SchedulerConfig()
     threads: int | None = None     # torch intra-op threads on CPU
     speculative: SpeculativeConfig = SpeculativeConfig()
+    weight_packing: str = "auto"   # auto: fp16 (FBGEMM) for fp32 on CPU when every weight is a bf16 value (engine/linear.py)
 
     def validate(self) -> None:
         path = Path(self.model_dir)
@@ -75,6 +77,13 @@ class EngineConfig:
             raise UserError(f"no model at {path} (config.json missing); pass --model DIR")
         if self.dtype != "auto" and self.dtype not in DTYPES:
             raise UserError(f"--dtype must be one of auto, {', '.join(DTYPES)}; got {self.dtype!r}")
+        if self.weight_packing not in PACKINGS:
+            raise UserError(f"--weight-packing must be one of {', '.join(PACKINGS)}; got {self.weight_packing!r}")
+        if self.weight_packing == "fp16":
+            if not self.device.startswith("cpu") or self.torch_dtype != torch.float32:
+                raise UserError("--weight-packing fp16 applies to float32 on CPU (--device cpu --dtype float32)")
+            if not fp16_packing_supported():
+                raise UserError("--weight-packing fp16: this torch build has no FBGEMM fp16 matmul")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise UserError(f"--device {self.device}: CUDA is not available on this machine")
         if self.block_size <= 0 or (self.num_blocks is not None and self.num_blocks <= 0):
@@ -139,7 +148,7 @@ class Engine:
         spec = config.speculative
         lookahead = max(config.scheduler.lookahead, spec.lookahead)
         scheduler_config = dataclasses.replace(config.scheduler, lookahead=lookahead)
-        self.model.prepare_for_inference(self.max_model_len + lookahead + 1)
+        self.model.prepare_for_inference(self.max_model_len + lookahead + 1, config.weight_packing)
         per_request = self.max_model_len + 1 + lookahead
         min_blocks = -(-per_request // config.block_size)
         num_blocks = config.num_blocks or max(2 * min_blocks,
@@ -160,7 +169,7 @@ class Engine:
             from specgauge.engine.speculative.build import build_speculation
 
             self.runner, self.controller = build_speculation(spec, self.model, self.cache, self.blocks,
-                                                             self.device, config.torch_dtype)
+                                                             self.device, config.torch_dtype, config.weight_packing)
             self.metrics.enable_speculation(spec.max_drafts)
         else:
             self.runner = ModelRunner(self.model, self.cache, self.blocks)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specgauge.engine.attention import linear_is_batch_invariant, paged_attention
+from specgauge.engine.linear import choose_packing, linear, pack
 
 if TYPE_CHECKING:
     from specgauge.engine.kv_cache import ForwardBatch, KVCache
@@ -212,11 +213,13 @@ class LlamaForCausalLM(nn.Module):
         return self.lm_head(self.model.norm(x)), aux
 
     # -- the engine's cached path -----------------------------------------------------------
-    def prepare_for_inference(self, max_positions: int) -> None:
+    def prepare_for_inference(self, max_positions: int, packing: str = "none") -> None:
         """Fuse q/k/v and gate/up weights into one matrix each and precompute RoPE tables.
 
         The original ``*_proj.weight`` parameters become views into the fused tensors, so
         memory is not doubled and the parameter names (and ``state_dict``) stay those of HF.
+        ``packing`` ("auto", "none", "fp16"; :mod:`specgauge.engine.linear`) is how the cached
+        path's matmuls hold their weights; the chosen one is ``self.weight_packing``.
         """
         cfg = self.config
         for layer in self.model.layers:
@@ -243,13 +246,18 @@ class LlamaForCausalLM(nn.Module):
         self.attention_dtype = torch.float32 if on_cpu else dtype
         # Where matmuls give each row the same bits at any batch size (bf16 on CPUs with native
         # bf16), attention is made row-wise too, and the whole forward is batch-invariant.
-        self.batch_invariant = on_cpu and linear_is_batch_invariant(self.model.layers[0].self_attn.qkv_weight)
+        matrices = [m for layer in self.model.layers for m in (layer.self_attn.qkv_weight, layer.self_attn.o_proj.weight,
+                                                               layer.mlp.gate_up_weight, layer.mlp.down_proj.weight)]
+        self.weight_packing = choose_packing(packing, self.inv_freq.device, dtype, matrices + [self.lm_head.weight])
+        packed = [pack(m, self.weight_packing) for m in matrices]
+        self._lm_head_w = pack(self.lm_head.weight, self.weight_packing)
+        self.batch_invariant = on_cpu and linear_is_batch_invariant(packed[0])
         self._head_split = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_size)
-        # Plain tuples of tensors: the step reads no nn.Module attribute (each costs ~1 µs).
+        # Plain tuples: the step reads no nn.Module attribute (each costs ~1 µs).
         self._layer_weights = [
-            (layer.input_layernorm.weight, layer.self_attn.qkv_weight, layer.self_attn.o_proj.weight,
-             layer.post_attention_layernorm.weight, layer.mlp.gate_up_weight, layer.mlp.down_proj.weight)
-            for layer in self.model.layers
+            (layer.input_layernorm.weight, *packed[4 * i:4 * i + 2], layer.post_attention_layernorm.weight,
+             *packed[4 * i + 2:4 * i + 4])
+            for i, layer in enumerate(self.model.layers)
         ]
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -280,17 +288,17 @@ class LlamaForCausalLM(nn.Module):
         for index, (in_norm, qkv_w, o_w, post_norm, gate_up_w, down_w) in enumerate(self._layer_weights):
             if index in aux_layers:
                 aux.append(x)
-            qkv = F.linear(self._rms(x, in_norm), qkv_w)  # (N, (Hq+2Hkv) D)
+            qkv = linear(self._rms(x, in_norm), qkv_w)  # (N, (Hq+2Hkv) D)
             qk = apply_rope(qkv[:, : (n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)  # (N, Hq+Hkv, D)
             q, k = qk[:, :n_q], qk[:, n_q:]  # (N, Hq, D), (N, Hkv, D)
             v = qkv[:, (n_q + n_kv) * d:].view(n, n_kv, d)  # (N, Hkv, D)
             o = paged_attention(q, k, v, cache.k[index], cache.v[index], batch, cache.block_size, attn_dtype,
                                 self.batch_invariant)
-            x = x + F.linear(o.to(x.dtype), o_w)
-            gate, up = F.linear(self._rms(x, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
-            x = x + F.linear(F.silu(gate) * up, down_w)
+            x = x + linear(o.to(x.dtype), o_w)
+            gate, up = linear(self._rms(x, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
+            x = x + linear(F.silu(gate) * up, down_w)
         last = x.index_select(0, batch.logit_indices)  # (M, h)
-        return F.linear(self._rms(last, self.model.norm.weight), self.lm_head.weight), aux
+        return linear(self._rms(last, self.model.norm.weight), self._lm_head_w), aux
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())

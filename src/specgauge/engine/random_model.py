@@ -50,8 +50,10 @@ def write_tokenizer(path: Path, vocab_size: int = 320, text: str = SAMPLE_TEXT) 
 def write_random_model(path: str | Path, *, hidden_size: int = 64, num_layers: int = 3, num_heads: int = 4,
                        num_kv_heads: int = 2, intermediate_size: int = 128, vocab_size: int = 320,
                        max_position_embeddings: int = 512, tie_word_embeddings: bool = False,
-                       seed: int = 0, std: float = 0.08, tokenizer_text: str = SAMPLE_TEXT) -> Path:
-    """Write a complete random-weight model directory (config, weights, tokenizer) and return it.
+                       seed: int = 0, std: float = 0.08, tokenizer_text: str = SAMPLE_TEXT,
+                       dtype: str | None = None) -> Path:
+    """Write a complete random-weight model directory (config, weights, tokenizer) and return it,
+    its weights stored in ``dtype`` ("bfloat16", ...; default float32).
 
     The model's vocabulary is the tokenizer's, which is at most ``vocab_size`` (fewer when
     ``tokenizer_text`` is too small to learn that many merges).
@@ -74,7 +76,7 @@ def write_random_model(path: str | Path, *, hidden_size: int = 64, num_layers: i
         for name, param in model.named_parameters():
             if "norm" not in name:
                 param.normal_(0.0, std)
-    save_model(model, path)
+    save_model(model, path, getattr(torch, dtype) if dtype else None)
     return path
 
 

@@ -458,6 +458,7 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         cfg = engine.config
         return {"version": __version__, "model_path": cfg.model_dir, "served_model_name": settings.served_model_name,
                 "device": cfg.device, "dtype": str(cfg.torch_dtype).removeprefix("torch."),
+                "weight_packing": engine.model.weight_packing,
                 # every token's logits are the same bits whatever shares its step (see docs/engine.md)
                 "batch_invariant": engine.model.batch_invariant,
                 "max_running_requests": cfg.scheduler.max_running, "max_waiting_requests": cfg.scheduler.max_waiting,

@@ -14,8 +14,9 @@ from specgauge.errors import UserError
 
 
 def build_drafter(spec: SpeculativeConfig, model: LlamaForCausalLM, blocks: BlockManager,
-                  device: torch.device, dtype: torch.dtype):
-    """The drafter ``spec`` names: an EAGLE-3 head loaded for ``model``, or the n-gram drafter."""
+                  device: torch.device, dtype: torch.dtype, packing: str = "none"):
+    """The drafter ``spec`` names: an EAGLE-3 head loaded for ``model`` (its fp32 matmuls'
+    weights held as ``packing`` says, see :mod:`specgauge.engine.linear`), or the n-gram drafter."""
     if spec.algorithm == "NGRAM":
         from specgauge.engine.speculative.ngram import NgramDrafter
 
@@ -31,13 +32,14 @@ def build_drafter(spec: SpeculativeConfig, model: LlamaForCausalLM, blocks: Bloc
     except (ValueError, FileNotFoundError, KeyError) as exc:
         raise UserError(f"--speculative-draft-model-path {spec.draft_dir}: {exc}") from None
     return Eagle3Drafter(head, blocks, device, dtype, spec.num_steps, spec.eagle_topk, spec.draft_tokens,
-                         min_draft_prob=spec.min_draft_prob)
+                         min_draft_prob=spec.min_draft_prob, packing=packing)
 
 
 def build_speculation(spec: SpeculativeConfig, model: LlamaForCausalLM, cache: KVCache, blocks: BlockManager,
-                      device: torch.device, dtype: torch.dtype) -> tuple[SpeculativeRunner, SpeculationController]:
+                      device: torch.device, dtype: torch.dtype,
+                      packing: str = "none") -> tuple[SpeculativeRunner, SpeculationController]:
     """A speculative runner over the engine's model and pool, and the controller choosing k."""
-    drafter = build_drafter(spec, model, blocks, device, dtype)
+    drafter = build_drafter(spec, model, blocks, device, dtype, packing)
     runner = SpeculativeRunner(model, cache, blocks, drafter)
     controller = SpeculationController.build(spec.max_drafts, spec.is_tree, spec.disable_above, spec.adaptive,
                                              self_cutting=spec.algorithm == "EAGLE3" and spec.min_draft_prob > 0)

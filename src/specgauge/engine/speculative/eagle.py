@@ -39,6 +39,7 @@ from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.eagle3 import Eagle3Head
 from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch, KVCache
 from specgauge.engine.attention import paged_attention
+from specgauge.engine.linear import choose_packing, linear, pack
 from specgauge.engine.model import apply_rope
 from specgauge.engine.scheduler import Request
 from specgauge.engine.speculative.layout import Segment, layout
@@ -77,7 +78,7 @@ class Eagle3Drafter:
 
     def __init__(self, head: Eagle3Head, blocks: BlockManager, device: torch.device, dtype: torch.dtype,
                  num_steps: int, topk: int = 1, num_draft_tokens: int | None = None,
-                 min_draft_prob: float = 0.0) -> None:
+                 min_draft_prob: float = 0.0, packing: str = "none") -> None:
         self.head = head
         self.min_draft_prob = min_draft_prob
         self.blocks = blocks
@@ -94,11 +95,12 @@ class Eagle3Drafter:
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
         self.cache = KVCache(1, blocks.num_blocks, blocks.block_size, cfg.num_key_value_heads, cfg.head_size,
                              head.fc.weight.dtype, device)  # the head's own dtype (see ``build_drafter``)
-        self._prepare()
+        self._prepare(packing)
 
-    def _prepare(self) -> None:
+    def _prepare(self, packing: str) -> None:
         """Plain weight tensors for the step (q/k/v and gate/up fused: fewer, larger matmuls; no
-        module attribute is read in the step)."""
+        module attribute is read in the step). The fp32 set's matrices are packed as ``packing``
+        resolves for them (:func:`~specgauge.engine.linear.choose_packing`)."""
         head, mid = self.head, self.head.midlayer
         attn, mlp = mid.self_attn, mid.mlp
         with torch.no_grad():
@@ -119,8 +121,12 @@ class Eagle3Drafter:
         # fp32 norm weights are stored times sqrt(h) for ``_norm``'s cheaper form
         scale = {dtype: head.config.hidden_size ** 0.5 if dtype == torch.float32 else 1.0
                  for dtype in {self.dtype, self._many_rows_dtype}}
-        self._weight_sets = {dtype: (tuple(w.to(dtype) for w in matrices), tuple(w.to(dtype) * scale[dtype] for w in norms))
-                             for dtype in scale}
+        self.weight_packing = choose_packing(packing, self.device, torch.float32, matrices) \
+            if torch.float32 in scale else "none"
+        self._weight_sets = {
+            dtype: (tuple(pack(w.to(dtype), self.weight_packing if dtype == torch.float32 else "none") for w in matrices),
+                    tuple(w.to(dtype) * scale[dtype] for w in norms))
+            for dtype in scale}
         self._norm_floor = (head.config.hidden_size * self._eps) ** 0.5
         self._d2t = head.d2t
         self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # (P, D) cos/sin tables, grown on demand
@@ -172,22 +178,22 @@ class Eagle3Drafter:
         (fc_w, qkv_w, o_w, gate_up_w, down_w, lm_w), (in_norm, hidden_norm, post_norm, final_norm) = \
             self._weight_sets[dtype]
         n_q, n_kv, d = self._split
-        feat = features.to(dtype) if fused else F.linear(features.to(dtype), fc_w)  # (N, h)
+        feat = features.to(dtype) if fused else linear(features.to(dtype), fc_w)  # (N, h)
         embeds = F.embedding(batch.input_ids, self._embed_w).to(dtype)  # (N, h)
         x = torch.cat([self._norm(embeds, in_norm), self._norm(feat, hidden_norm)], dim=-1)  # (N, 2h)
         n = x.shape[0]
-        qkv = F.linear(x, qkv_w)  # (N, (Hq + 2 Hkv) D)
+        qkv = linear(x, qkv_w)  # (N, (Hq + 2 Hkv) D)
         cos, sin = self._cos_sin(batch.positions)  # (N, D)
         qk = apply_rope(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos.unsqueeze(1), sin.unsqueeze(1))
         q, k = qk[:, :n_q].contiguous(), qk[:, n_q:].contiguous()  # (N, Hq, D), (N, Hkv, D)
         v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
         out = paged_attention(q, k, v, self.cache.k[0], self.cache.v[0], batch, self.cache.block_size,
                               torch.float32)  # (N, Hq*D)
-        hidden = feat + F.linear(out.to(feat.dtype), o_w)  # (N, h)
-        gate, up = F.linear(self._norm(hidden, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
-        hidden = hidden + F.linear(F.silu(gate) * up, down_w)  # (N, h)
+        hidden = feat + linear(out.to(feat.dtype), o_w)  # (N, h)
+        gate, up = linear(self._norm(hidden, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
+        hidden = hidden + linear(F.silu(gate) * up, down_w)  # (N, h)
         last = hidden if all_rows else hidden.index_select(0, batch.logit_indices)  # (M, h)
-        return hidden, F.linear(self._norm(last, final_norm), lm_w)  # (M, draft_vocab)
+        return hidden, linear(self._norm(last, final_norm), lm_w)  # (M, draft_vocab)
 
     def _chain_layout(self, table: torch.Tensor, base: torch.Tensor, steps: int) -> tuple[torch.Tensor, ...]:
         """Every chain step's layout at once, without :func:`layout`: step ``s`` (1-based) puts one
