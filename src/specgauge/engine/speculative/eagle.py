@@ -129,7 +129,15 @@ class Eagle3Drafter:
             for dtype in scale}
         self._norm_floor = (head.config.hidden_size * self._eps) ** 0.5
         self._d2t = head.d2t
-        self._rope: tuple[torch.Tensor, torch.Tensor] | None = None  # (P, D) cos/sin tables, grown on demand
+        # The token half of the attention input, norm(embed(token)), depends on the token alone:
+        # one table row per token (the embeddings are frozen), looked up instead of normed each pass.
+        with torch.no_grad():
+            self._normed_embeds = {dtype: self._norm(self._embed_w.to(dtype), norms[0][0])
+                                   for dtype, (_, norms) in self._weight_sets.items()}
+        # cos and sin of every position the pool can hold (a request's positions each have a slot),
+        # stacked (P, 2, 1, D): one lookup a pass, no bound check.
+        cos, sin = head.rope(torch.arange(self.blocks.num_blocks * self.blocks.block_size, device=self.device))
+        self._rope = torch.stack([cos, sin], dim=1).unsqueeze(2)
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """RMSNorm. fp32: ``weight`` (stored times sqrt(h)) · x / max(‖x‖, sqrt(h·eps)) — 3 ops
@@ -140,12 +148,9 @@ class Eagle3Drafter:
         return weight * F.rms_norm(x.float(), weight.shape, None, self._eps).to(x.dtype)
 
     def _cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin (N, D) of ``positions`` (N,) from tables (a step computes no sin/cos)."""
-        needed = int(positions.max()) + 1
-        if self._rope is None or self._rope[0].shape[0] < needed:
-            self._rope = self.head.rope(torch.arange(max(needed, 4096), device=self.device))
-        cos, sin = self._rope
-        return cos.index_select(0, positions), sin.index_select(0, positions)
+        """cos, sin (N, 1, D) of ``positions`` (N,) from the table (a pass computes no sin/cos)."""
+        both = self._rope.index_select(0, positions)  # (N, 2, 1, D)
+        return both[:, 0], both[:, 1]
 
     def slots_needed(self, k: int) -> int:
         """KV slots past the pending token for ``k`` drafts (a tree also needs scratch nodes)."""
@@ -175,17 +180,17 @@ class Eagle3Drafter:
         (M, draft_vocab) for ``batch.logit_indices`` (every row when ``all_rows``).
         """
         dtype = self.dtype if batch.input_ids.shape[0] == 1 else self._many_rows_dtype
-        (fc_w, qkv_w, o_w, gate_up_w, down_w, lm_w), (in_norm, hidden_norm, post_norm, final_norm) = \
+        (fc_w, qkv_w, o_w, gate_up_w, down_w, lm_w), (_, hidden_norm, post_norm, final_norm) = \
             self._weight_sets[dtype]
         n_q, n_kv, d = self._split
         feat = features.to(dtype) if fused else linear(features.to(dtype), fc_w)  # (N, h)
-        embeds = F.embedding(batch.input_ids, self._embed_w).to(dtype)  # (N, h)
-        x = torch.cat([self._norm(embeds, in_norm), self._norm(feat, hidden_norm)], dim=-1)  # (N, 2h)
+        embeds = F.embedding(batch.input_ids, self._normed_embeds[dtype])  # (N, h), normed
+        x = torch.cat([embeds, self._norm(feat, hidden_norm)], dim=-1)  # (N, 2h)
         n = x.shape[0]
         qkv = linear(x, qkv_w)  # (N, (Hq + 2 Hkv) D)
-        cos, sin = self._cos_sin(batch.positions)  # (N, D)
-        qk = apply_rope(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos.unsqueeze(1), sin.unsqueeze(1))
-        q, k = qk[:, :n_q].contiguous(), qk[:, n_q:].contiguous()  # (N, Hq, D), (N, Hkv, D)
+        cos, sin = self._cos_sin(batch.positions)  # (N, 1, D)
+        qk = apply_rope(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)
+        q, k = qk[:, :n_q], qk[:, n_q:]  # (N, Hq, D), (N, Hkv, D)
         v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
         out = paged_attention(q, k, v, self.cache.k[0], self.cache.v[0], batch, self.cache.block_size,
                               torch.float32)  # (N, Hq*D)
