@@ -45,6 +45,12 @@ def test_serve_rejects_bad_flags_in_one_line():
     assert result.returncode == 2 and "must be positive" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_serve_rejects_fp16_packing_outside_fp32_cpu_in_one_line():
+    result = run_cli("serve", "--weight-packing", "fp16", "--dtype", "bfloat16")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and "--weight-packing fp16 applies to float32 on CPU" in result.stderr
+
+
 def test_cli_import_does_not_import_torch():
     code = "import sys, specgauge.cli, specgauge.engine.commands, specgauge.engine.launch; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -67,6 +67,7 @@ def test_server_info_health_and_metrics(server):
         assert "avg_spec_accept_length" in state
         assert info["batch_invariant"] is server.engine.model.batch_invariant
         assert info["dtype"] in ("float32", "bfloat16")
+        assert info["weight_packing"] == server.engine.model.weight_packing == "none"  # fp32-trained weights stay dense
     assert httpx.get(server.url + "/health").json() == {"status": "ok"}
     httpx.post(server.url + "/generate", json={"text": "a", "sampling_params": {"max_new_tokens": 3}}, timeout=30)
     text = httpx.get(server.url + "/metrics").text
