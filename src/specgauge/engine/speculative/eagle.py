@@ -132,8 +132,8 @@ class Eagle3Drafter:
         # The token half of the attention input, norm(embed(token)), depends on the token alone:
         # one table row per token (the embeddings are frozen), looked up instead of normed each pass.
         with torch.no_grad():
-            self._normed_embeds = {dtype: self._norm(self._embed_w.to(dtype), norms[0][0])
-                                   for dtype, (_, norms) in self._weight_sets.items()}
+            self._normed_embeds = {dtype: self._norm(self._embed_w.to(dtype), set_norms[0])
+                                   for dtype, (_, set_norms) in self._weight_sets.items()}
         # cos and sin of every position the pool can hold (a request's positions each have a slot),
         # stacked (P, 2, 1, D): one lookup a pass, no bound check.
         cos, sin = head.rope(torch.arange(self.blocks.num_blocks * self.blocks.block_size, device=self.device))
