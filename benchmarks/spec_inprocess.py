@@ -82,7 +82,8 @@ def main() -> None:
         names.insert(0, "plain")
     engines = {name: build(name, args.draft) for name in names}
     suite = fitting_suite(load_suite(args.suite), TARGET, args.tokens)  # the requests that fit the context
-    tokenizer = next(iter(engines.values())).tokenizer
+    first = next(iter(engines.values()))
+    tokenizer = first.tokenizer
     prompts = [tokenizer.encode(render_prompt(tokenizer, suite.requests[(i * 7) % len(suite.requests)]))
                for i in range(args.prompts)]
     for engine in engines.values():  # warm-up: lazy allocations, the adaptive arm's first measurements
@@ -96,10 +97,10 @@ def main() -> None:
             counts[name][0] += count
             counts[name][1] += steps
     print(f"{suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
-          f"dtype {next(iter(engines.values())).config.torch_dtype}")
+          f"dtype {first.config.torch_dtype}")
     for name, values in rates.items():
-        suffix = name.partition("@")[1:]
-        baseline = "plain" + "".join(suffix) if "plain" + "".join(suffix) in rates else "plain"
+        baseline = "plain" + name[len(name.partition("@")[0]):]  # plain with the same @packing
+        baseline = baseline if baseline in rates else "plain"
         base = statistics.median(rates[baseline])
         paired = statistics.median(a / b for a, b in zip(values, rates[baseline]))
         print(f"{name:>12}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of {baseline} "

@@ -69,14 +69,8 @@ def bf16_valued(weights: Iterable[torch.Tensor]) -> bool:
     """True when every weight is a bf16 value within fp16's range (fp16 then holds it exactly,
     or within 2^-25 below 2^-14)."""
     with torch.no_grad():
-        for w in weights:
-            if w.dtype in (torch.bfloat16, torch.float16):
-                if w.dtype == torch.bfloat16 and float(w.abs().max()) > FP16_MAX:
-                    return False
-                continue
-            if not torch.equal(w, w.to(torch.bfloat16).to(w.dtype)) or float(w.abs().max()) > FP16_MAX:
-                return False
-    return True
+        return all(torch.equal(w, w.to(torch.bfloat16).to(w.dtype)) and float(w.abs().max()) <= FP16_MAX
+                   for w in weights)
 
 
 def choose_packing(requested: str, device: torch.device, dtype: torch.dtype,

@@ -244,21 +244,22 @@ class LlamaForCausalLM(nn.Module):
         # CPU SDPA in bf16/fp16 falls back to a slow kernel (5x the fp32 time): attend in fp32 there.
         on_cpu = self.model.embed_tokens.weight.device.type == "cpu"
         self.attention_dtype = torch.float32 if on_cpu else dtype
-        # Where matmuls give each row the same bits at any batch size (bf16 on CPUs with native
-        # bf16), attention is made row-wise too, and the whole forward is batch-invariant.
-        matrices = [m for layer in self.model.layers for m in (layer.self_attn.qkv_weight, layer.self_attn.o_proj.weight,
-                                                               layer.mlp.gate_up_weight, layer.mlp.down_proj.weight)]
-        self.weight_packing = choose_packing(packing, self.inv_freq.device, dtype, matrices + [self.lm_head.weight])
-        packed = [pack(m, self.weight_packing) for m in matrices]
+        layers = self.model.layers
+        matrices = [(layer.self_attn.qkv_weight, layer.self_attn.o_proj.weight, layer.mlp.gate_up_weight,
+                     layer.mlp.down_proj.weight) for layer in layers]
+        self.weight_packing = choose_packing(packing, self.inv_freq.device, dtype,
+                                             [m for four in matrices for m in four] + [self.lm_head.weight])
         self._lm_head_w = pack(self.lm_head.weight, self.weight_packing)
-        self.batch_invariant = on_cpu and linear_is_batch_invariant(packed[0])
         self._head_split = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_size)
         # Plain tuples: the step reads no nn.Module attribute (each costs ~1 µs).
         self._layer_weights = [
-            (layer.input_layernorm.weight, *packed[4 * i:4 * i + 2], layer.post_attention_layernorm.weight,
-             *packed[4 * i + 2:4 * i + 4])
-            for i, layer in enumerate(self.model.layers)
+            (layer.input_layernorm.weight, pack(qkv, self.weight_packing), pack(o, self.weight_packing),
+             layer.post_attention_layernorm.weight, pack(gate_up, self.weight_packing), pack(down, self.weight_packing))
+            for layer, (qkv, o, gate_up, down) in zip(layers, matrices)
         ]
+        # Where matmuls give each row the same bits at any batch size (bf16 on CPUs with native
+        # bf16), attention is made row-wise too, and the whole forward is batch-invariant.
+        self.batch_invariant = on_cpu and linear_is_batch_invariant(self._layer_weights[0][1])
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """RMSNorm as HF computes it (in fp32, then back to the input dtype)."""
