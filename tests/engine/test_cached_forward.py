@@ -107,3 +107,16 @@ def test_decode_contexts_of_very_different_lengths_attend_in_separate_width_buck
         for rid, ids in seqs.items():
             logits, _ = reference(torch.tensor([ids]))
             torch.testing.assert_close(out[rid][0], logits[0, -1], atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_signed_rope_gives_the_same_bits_as_the_rotate_half_form(dtype):
+    """The cached paths' RoPE (a roll and a sign folded into sin) equals HF's rotate-half form
+    bit for bit, so the cached forward still matches the training/reference forward exactly."""
+    from specgauge.engine.model import apply_rope, apply_rope_signed, rope_cos_sin, signed_sin
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 6, 40, generator=generator).to(dtype)
+    cos, sin = rope_cos_sin(1.0 / (10000 ** (torch.arange(0, 40, 2) / 40)), torch.arange(5))
+    cos, sin = cos.unsqueeze(1).to(dtype), sin.unsqueeze(1).to(dtype)  # (5, 1, 40)
+    assert torch.equal(apply_rope_signed(x, cos, signed_sin(sin)), apply_rope(x, cos, sin))

@@ -121,6 +121,18 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return x * cos + rotated * sin
 
 
+def signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    """sin (..., D) with its first half negated, for :func:`apply_rope_signed`."""
+    half = sin.shape[-1] // 2
+    return torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
+
+
+def apply_rope_signed(x: torch.Tensor, cos: torch.Tensor, signed: torch.Tensor) -> torch.Tensor:
+    """:func:`apply_rope` with the same bits in 4 ops instead of 7 (the cached paths' form):
+    ``cat(-x2, x1) * sin == roll(x, D/2) * signed_sin(sin)``, as negation is exact."""
+    return x * cos + x.roll(x.shape[-1] // 2, -1) * signed
+
+
 class LlamaAttention(nn.Module):
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
@@ -240,7 +252,7 @@ class LlamaForCausalLM(nn.Module):
         positions = torch.arange(max_positions, device=self.inv_freq.device)
         cos, sin = rope_cos_sin(self.inv_freq, positions)  # (P, D) each, fp32
         dtype = self.model.embed_tokens.weight.dtype
-        self._rope_cos, self._rope_sin = cos.to(dtype), sin.to(dtype)
+        self._rope_cos, self._rope_signed_sin = cos.to(dtype), signed_sin(sin).to(dtype)
         # CPU SDPA in bf16/fp16 falls back to a slow kernel (5x the fp32 time): attend in fp32 there.
         on_cpu = self.model.embed_tokens.weight.device.type == "cpu"
         self.attention_dtype = torch.float32 if on_cpu else dtype
@@ -282,7 +294,7 @@ class LlamaForCausalLM(nn.Module):
         n_q, n_kv, d = self._head_split
         attn_dtype = self.attention_dtype
         cos = self._rope_cos[batch.positions].unsqueeze(1)  # (N, 1, D)
-        sin = self._rope_sin[batch.positions].unsqueeze(1)  # (N, 1, D)
+        sin = self._rope_signed_sin[batch.positions].unsqueeze(1)  # (N, 1, D), signed
         x = F.embedding(batch.input_ids, self.model.embed_tokens.weight)  # (N, h)
         n = x.shape[0]
         aux: list[torch.Tensor] = []
@@ -290,7 +302,7 @@ class LlamaForCausalLM(nn.Module):
             if index in aux_layers:
                 aux.append(x)
             qkv = linear(self._rms(x, in_norm), qkv_w)  # (N, (Hq+2Hkv) D)
-            qk = apply_rope(qkv[:, : (n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)  # (N, Hq+Hkv, D)
+            qk = apply_rope_signed(qkv[:, : (n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)  # (N, Hq+Hkv, D)
             q, k = qk[:, :n_q], qk[:, n_q:]  # (N, Hq, D), (N, Hkv, D)
             v = qkv[:, (n_q + n_kv) * d:].view(n, n_kv, d)  # (N, Hkv, D)
             o = paged_attention(q, k, v, cache.k[index], cache.v[index], batch, cache.block_size, attn_dtype,
