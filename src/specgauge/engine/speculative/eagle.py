@@ -398,11 +398,17 @@ class Eagle3Drafter:
         pool_v = self.cache.v[0].view(-1, block, n_kv, d)
         keys = pool_k.index_select(0, table.view(-1)).view(len(requests), width * block, n_kv, d)  # (B, Tk, Hkv, D)
         values = pool_v.index_select(0, table.view(-1)).view(len(requests), width * block, n_kv, d)
-        base = torch.tensor([r.draft_state.draft_len for r in requests], dtype=torch.long, device=self.device)
-        positions = base.unsqueeze(1) + self._positions[:steps]  # (B, S): step s at draft_len + s
-        cos, sin = self._cos_sin(positions)  # (B, S, 1, D)
-        masks = torch.zeros(*positions.shape, width * block, device=self.device).masked_fill_(
-            self._positions[:width * block] > positions.unsqueeze(2), float("-inf"))  # (B, S, Tk)
+        if len(requests) == 1:  # one stream: views of the tables
+            base = requests[0].draft_state.draft_len
+            positions = self._positions[base:base + steps].unsqueeze(0)  # (1, S): step s at draft_len + s
+            cos, sin = self._cos[base:base + steps].unsqueeze(0), self._signed_sin[base:base + steps].unsqueeze(0)
+            masks = self._causal_rows(base, steps, width * block).unsqueeze(0)  # (1, S, Tk)
+        else:
+            base = torch.tensor([r.draft_state.draft_len for r in requests], dtype=torch.long, device=self.device)
+            positions = base.unsqueeze(1) + self._positions[:steps]  # (B, S): step s at draft_len + s
+            cos, sin = self._cos_sin(positions)  # (B, S, 1, D)
+            masks = torch.zeros(*positions.shape, width * block, device=self.device).masked_fill_(
+                self._positions[:width * block] > positions.unsqueeze(2), float("-inf"))  # (B, S, Tk)
         return _Chain(keys.to(torch.float32), values.to(torch.float32), positions, cos, sin,
                       masks.unsqueeze(2).unsqueeze(2), self._positions[:len(requests)])
 
