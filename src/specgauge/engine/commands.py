@@ -11,8 +11,8 @@ from specgauge.engine.launch import READY_PREFIX
 from specgauge.errors import UserError, require_extra
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "target"
-# serve's EAGLE-3 chain defaults: the best pair for the shipped drafter on this CPU (docs/speculative.md)
-SERVE_NUM_STEPS = 6
+# serve's EAGLE-3 chain defaults: the best pair for the shipped drafter on the reference CPU (docs/speculative.md)
+SERVE_NUM_STEPS = 5
 SERVE_MIN_DRAFT_PROB = 0.15
 
 
