@@ -117,3 +117,23 @@ def test_a_request_with_no_room_to_draft_counts_in_the_yield_of_k(tiny_model_dir
         engine.step()
     engine.blocks.check_integrity()
     assert engine.blocks.num_free_blocks == engine.blocks.num_blocks
+
+
+def test_causal_mask_rows_from_the_table_and_past_it(tiny_model_dir, head_dir, monkeypatch):
+    """A one-stream catch-up and chain read their mask rows as views of a table that grows on
+    demand; past ``CAUSAL_TABLE_MAX`` the rows are made on the spot. Both are the causal mask:
+    query position p sees keys 0..p."""
+    from specgauge.engine.speculative import eagle
+
+    engine = make_spec_engine(tiny_model_dir, speculative=SpeculativeConfig(
+        algorithm="EAGLE3", num_steps=3, draft_model_path=str(head_dir)))
+    drafter = engine.runner.drafter
+
+    def expected(first, count, keys):
+        visible = torch.arange(keys).unsqueeze(0) <= torch.arange(first, first + count).unsqueeze(1)
+        return torch.zeros(count, keys).masked_fill_(~visible, float("-inf"))
+
+    monkeypatch.setattr(eagle, "CAUSAL_TABLE_MAX", 96)
+    for first, count, keys in ((0, 3, 16), (10, 4, 32), (70, 6, 80), (90, 6, 96), (93, 5, 112), (200, 2, 208)):
+        assert torch.equal(drafter._causal_rows(first, count, keys), expected(first, count, keys)), (first, count, keys)
+    assert drafter._causal.shape == (96, 96)  # grown to the cap, never past it

@@ -52,6 +52,7 @@ from specgauge.engine.speculative.tree import DraftTree
 CATCH_UP_BUDGET = 1024  # draft pairs caught up per step at most (across requests)
 CATCH_UP_PER_TOKEN_LEFT = 4  # a backlog longer than this many pairs per token still to generate is not caught up
 CATCH_UP_MIN = 64  # … unless it is at most this long
+CAUSAL_TABLE_MAX = 1024  # positions the drafter's causal-mask table covers at most (``_causal_rows``)
 
 
 @dataclass
@@ -149,7 +150,6 @@ class Eagle3Drafter:
                     tuple(w.to(dtype) * scale[dtype] for w in norms))
             for dtype in scale}
         self._norm_floor = (head.config.hidden_size * self._eps) ** 0.5
-        self._d2t = head.d2t
         # The token half of the attention input, norm(embed(token)), depends on the token alone:
         # one table row per token (the embeddings are frozen), looked up instead of normed each pass.
         with torch.no_grad():
@@ -180,10 +180,15 @@ class Eagle3Drafter:
 
     def _causal_rows(self, first: int, count: int, keys: int) -> torch.Tensor:
         """Additive causal mask rows (count, keys) for query positions ``first``… of one sequence
-        whose keys are its positions 0…keys−1: a view of a table grown on demand."""
-        rows, cols = self._causal.shape
-        if first + count > rows or keys > cols:
-            size = max(first + count, keys, 2 * rows, 64)
+        whose keys are its positions 0…keys−1: a view of a table grown on demand up to
+        ``CAUSAL_TABLE_MAX`` positions (4 MB), made on the spot past that."""
+        size = max(first + count, keys)
+        if size > CAUSAL_TABLE_MAX:
+            queries = self._positions[first:first + count].unsqueeze(1)
+            return torch.zeros(count, keys, device=self.device).masked_fill_(
+                self._positions[:keys] > queries, float("-inf"))
+        if size > self._causal.shape[0]:
+            size = min(max(size, 2 * self._causal.shape[0], 64), CAUSAL_TABLE_MAX)
             self._causal = torch.zeros(size, size, device=self.device).masked_fill_(
                 torch.ones(size, size, dtype=torch.bool, device=self.device).triu(1), float("-inf"))
         return self._causal[first:first + count, :keys]
@@ -253,8 +258,8 @@ class Eagle3Drafter:
         return self._finish(feat, out, None if all_rows else batch.logit_indices, weights)
 
     def _one_sequence_batch(self, segment: Segment) -> ForwardBatch:
-        """:func:`layout` of one chain segment, from Python ints and table views (a catch-up at one
-        stream: ~20 µs instead of ~150)."""
+        """:func:`layout` of one chain segment (a catch-up at one stream), from Python ints and
+        table views: 4 small tensors instead of :func:`layout`'s ~25 ops (150 µs alone)."""
         table = self.blocks.table(segment.request_id).blocks
         block = self.blocks.block_size
         first, count = segment.context, len(segment.tokens)
