@@ -99,8 +99,8 @@ def main() -> None:
     print(f"{suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
           f"dtype {first.config.torch_dtype}")
     for name, values in rates.items():
-        baseline = "plain" + name[len(name.partition("@")[0]):]  # plain with the same @packing
-        baseline = baseline if baseline in rates else "plain"
+        _, at, packing = name.partition("@")
+        baseline = f"plain{at}{packing}" if f"plain{at}{packing}" in rates else "plain"  # plain with the same @packing
         base = statistics.median(rates[baseline])
         paired = statistics.median(a / b for a, b in zip(values, rates[baseline]))
         print(f"{name:>12}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of {baseline} "

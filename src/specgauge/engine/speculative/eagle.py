@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.eagle3 import Eagle3Head
 from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch, KVCache
-from specgauge.engine.attention import paged_attention
+from specgauge.engine.attention import causal_mask, paged_attention
 from specgauge.engine.linear import choose_packing, linear, pack
 from specgauge.engine.model import apply_rope_signed, signed_sin
 from specgauge.engine.scheduler import Request
@@ -184,14 +184,16 @@ class Eagle3Drafter:
         ``CAUSAL_TABLE_MAX`` positions (4 MB), made on the spot past that."""
         size = max(first + count, keys)
         if size > CAUSAL_TABLE_MAX:
-            queries = self._positions[first:first + count].unsqueeze(1)
-            return torch.zeros(count, keys, device=self.device).masked_fill_(
-                self._positions[:keys] > queries, float("-inf"))
+            return self._mask_past(self._positions[first:first + count], keys)
         if size > self._causal.shape[0]:
             size = min(max(size, 2 * self._causal.shape[0], 64), CAUSAL_TABLE_MAX)
-            self._causal = torch.zeros(size, size, device=self.device).masked_fill_(
-                torch.ones(size, size, dtype=torch.bool, device=self.device).triu(1), float("-inf"))
+            self._causal = causal_mask(size, torch.float32, self.device).view(size, size)
         return self._causal[first:first + count, :keys]
+
+    def _mask_past(self, positions: torch.Tensor, keys: int) -> torch.Tensor:
+        """Additive mask (*positions.shape, keys): -inf where the key comes after the query's position."""
+        return torch.zeros(*positions.shape, keys, device=self.device).masked_fill_(
+            self._positions[:keys] > positions.unsqueeze(-1), float("-inf"))
 
     def slots_needed(self, k: int) -> int:
         """KV slots past the pending token for ``k`` drafts (a tree also needs scratch nodes)."""
@@ -261,10 +263,9 @@ class Eagle3Drafter:
         """:func:`layout` of one chain segment (a catch-up at one stream), from Python ints and
         table views: 4 small tensors instead of :func:`layout`'s ~25 ops (150 µs alone)."""
         table = self.blocks.table(segment.request_id).blocks
-        block = self.blocks.block_size
         first, count = segment.context, len(segment.tokens)
-        slots = [table[p // block] * block + p % block for p in range(first, first + count)]
-        mask = self._causal_rows(first, count, len(table) * block).unsqueeze(0).unsqueeze(0)  # (1, 1, T, Tk)
+        slots = self.blocks.slots(segment.request_id, first, first + count)
+        mask = self._causal_rows(first, count, len(table) * self.blocks.block_size).unsqueeze(0).unsqueeze(0)  # (1, 1, T, Tk)
         group = AttentionGroup(0, count, 1, count, torch.tensor([table], device=self.device), mask)
         segment.offset, segment.logit_offset = 0, 0
         return ForwardBatch(torch.tensor(segment.tokens, device=self.device), self._positions[first:first + count],
@@ -412,8 +413,7 @@ class Eagle3Drafter:
             base = torch.tensor([r.draft_state.draft_len for r in requests], dtype=torch.long, device=self.device)
             positions = base.unsqueeze(1) + self._positions[:steps]  # (B, S): step s at draft_len + s
             cos, sin = self._cos_sin(positions)  # (B, S, 1, D)
-            masks = torch.zeros(*positions.shape, width * block, device=self.device).masked_fill_(
-                self._positions[:width * block] > positions.unsqueeze(2), float("-inf"))  # (B, S, Tk)
+            masks = self._mask_past(positions, width * block)  # (B, S, Tk)
         return _Chain(keys.to(torch.float32), values.to(torch.float32), positions, cos, sin,
                       masks.unsqueeze(2).unsqueeze(2), self._positions[:len(requests)])
 
@@ -449,7 +449,7 @@ class Eagle3Drafter:
                 for f, parent in enumerate(frontier_ids[r]):
                     base = nodes[r][parent].score if parent >= 0 else 0.0
                     depth = nodes[r][parent].depth + 1 if parent >= 0 else 1
-                    tokens = self.head.draft_to_target(top_i[f]).tolist()
+                    tokens = self._d2t_map(top_i[f]).tolist()
                     for token, lp in zip(tokens, top_p[f].tolist()):
                         nodes[r].append(_Node(token, parent, base + lp, depth))
                         children.append(len(nodes[r]) - 1)
