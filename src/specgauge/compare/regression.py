@@ -17,7 +17,7 @@ import numpy as np
 
 from specgauge.compare.arms import ArmSpec
 from specgauge.compare.collect import ArmSamples, paired_point
-from specgauge.compare.model import RatioCI
+from specgauge.analysis.results import RatioCI
 from specgauge.analysis.paired import DEFAULT_RESAMPLES, significant_change
 from specgauge.errors import UserError
 from specgauge.load.bench_config import BenchConfig, describe_point
