@@ -9,10 +9,10 @@ truth (``perf_counter_ns`` when each request arrived and when each chunk was wri
   and the runner's send lag;
 - at 64 streams with the server writing as fast as it can: content chunks consumed per second,
   with the server batching 16 events per socket write and with one event per write;
-- the same accuracy figures for the issue's reference "plain aiohttp + uvloop client" (no pool
+- the same accuracy figures for a reference "plain aiohttp + uvloop client" (no pool
   warm-up, send time taken before ``session.post``), side by side in the same run.
 
-Targets (issue 2): TTFT error <= 2 ms median, <= 10 ms p99; ITL within 2 %; >= 100,000 chunks/s.
+Targets: TTFT error <= 2 ms median, <= 10 ms p99; ITL within 2 %; >= 100,000 chunks/s.
 Peer clients (GuideLLM, SGLang's bench_serving, vLLM's bench) are reported when installed.
 
     PYTHONPATH=src python benchmarks/client_overhead.py [--concurrency 128,512] [--waves 3]
@@ -124,7 +124,7 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
 
 
 async def _plain_client(url: str, concurrency: int, num_requests: int) -> list[tuple[str, int, int, list[int]]]:
-    """The reference "plain aiohttp + uvloop client written in a few minutes" of the issue: one
+    """The reference "plain aiohttp + uvloop client written in a few minutes": one
     shared session, no pool warm-up, send time taken before ``session.post``, ``readany`` + split.
     Returns ``(server id, t_send_ns, t_first_ns, chunk times)`` per request."""
     import aiohttp

@@ -1,4 +1,4 @@
-"""How long ``specgauge demo`` takes on this machine (the README promises ≤ 6 minutes on 2 cores).
+"""How long ``specgauge demo`` takes on this machine (the goal: ≤ 6 minutes on 2 CPU cores).
 
     PYTHONPATH=src python benchmarks/demo_time.py [--quick]
 

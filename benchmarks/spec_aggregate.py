@@ -28,7 +28,7 @@ Run 1 measures ``plain`` and ``on`` (EAGLE-3, ``serve``'s defaults) and the cros
 first level where on loses); run 2 measures all four side by side — ``plain``, ``on``,
 ``disable`` (``--speculative-disable-above`` set to the level before run 1's crossover) and
 ``adaptive`` — beside ``off2``, a second plain engine whose ratio to ``plain`` is the noise floor
-(``--no-control`` leaves it out), and the issue's goal lines are judged on it.
+(``--no-control`` leaves it out), and the goal lines are judged on it.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def main() -> None:
 
 
 def print_goals(rates: dict, levels: list[int], cross: int | None, cross2: int | None) -> None:
-    """The issue's aggregate goals, judged on run 2 (every arm side by side)."""
+    """The aggregate goals, judged on run 2 (every arm side by side)."""
     first = levels[0]
     speedup = rates[first]
     print("\ngoals (run 2):")

@@ -132,7 +132,7 @@ def warm_up(servers: dict, suite: Suite, args) -> None:
 
 
 def print_goals(rates: dict, levels: list[int]) -> None:
-    """The issue's goals for dynamic control, from the aggregate table: the worst ratio to off over
+    """The goals for dynamic control, from the aggregate table: the worst ratio to off over
     concurrency 1…64, and how much of the single-stream (concurrency 1) gain each arm keeps."""
     upto = [level for level in levels if level <= 64]
     gain = rates[(levels[0], "eagle3")] / rates[(levels[0], "off")] - 1

@@ -6,7 +6,7 @@ runs ``specgauge suite from-training-data`` as a subprocess and reads its peak R
 
     PYTHONPATH=src python benchmarks/suite_build.py [--gigabytes 1.0] [--size 500]
 
-Goal (issue 5): <= 60 s and <= 1 GB RSS for 500 prompts from 1 GB across 8 sources.
+Goal: <= 60 s and <= 1 GB RSS for 500 prompts from 1 GB across 8 sources.
 """
 
 from __future__ import annotations

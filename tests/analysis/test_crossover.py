@@ -67,7 +67,7 @@ def test_recommendation_settings_name_each_server():
 
 
 def test_verdict_lines_say_it_in_words():
-    from specgauge.compare.model import SingleStreamDomain, SweepPoint
+    from specgauge.analysis.results import SingleStreamDomain, SweepPoint
 
     single = [SingleStreamDomain(domain="coding", baseline_tok_s=10, speculative_tok_s=18, speedup=1.8, ci_low=1.7,
                                  ci_high=1.9, accept_length=3.1),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from specgauge.analysis.paired import ratio_of_statistic, ratio_of_sums, significant_change
-from specgauge.compare.model import RatioCI
+from specgauge.analysis.results import RatioCI
 
 DRAWS = 200
 RESAMPLES = 400

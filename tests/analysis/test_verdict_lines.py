@@ -1,7 +1,7 @@
 """Verdict wording follows the interval: a ratio whose CI spans 1 is not called a speed-up or a slow-down."""
 
 from specgauge.analysis.verdict import verdict_lines
-from specgauge.compare.model import Crossover, SingleStreamDomain
+from specgauge.analysis.results import Crossover, SingleStreamDomain
 
 
 def domain(name: str, speedup: float, low: float | None, high: float | None) -> SingleStreamDomain:

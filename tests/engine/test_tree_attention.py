@@ -1,5 +1,5 @@
 """Tree verification (several draft branches in one forward) and KV compaction of the accepted
-path: what the speculative runner of issue 4 builds on."""
+path: what the speculative runner builds on."""
 
 import torch
 from engine_testkit import make_model, runner_for

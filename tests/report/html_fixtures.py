@@ -7,7 +7,7 @@ from pathlib import Path
 
 from specgauge.analysis.aggregate import Window, aggregate_point
 from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
-from specgauge.compare.model import CompareResult
+from specgauge.analysis.results import CompareResult
 from specgauge.store import Store
 
 MS = 1_000_000

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from specgauge.compare.model import CompareResult
+from specgauge.analysis.results import CompareResult
 from specgauge.report.html import write_report
 from specgauge.report.plots import BASELINE_COLOUR, PLOT_BUILDERS, SPECULATIVE_COLOUR
 from specgauge.report.report_data import report_from_run

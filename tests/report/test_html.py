@@ -21,7 +21,7 @@ from rich.console import Console
 
 from html_fixtures import comparison_result, stored_bench_run
 from specgauge.analysis import definitions
-from specgauge.compare.model import CompareResult
+from specgauge.analysis.results import CompareResult
 from specgauge.report.formatting import ratio_outcome, ratio_with_ci
 from specgauge.report.html import html_document, render_html, write_report
 from specgauge.report.plots import PLOT_BUILDERS, build_plots
@@ -344,7 +344,7 @@ def test_terminal_verdict_colours_ratios_by_their_ci(recorded):
 
 
 def test_verification_table(recorded):
-    from specgauge.compare.model import Verification, VerifyPoint
+    from specgauge.analysis.results import Verification, VerifyPoint
 
     points = tuple(VerifyPoint(concurrency=p.concurrency, baseline_tok_s=p.baseline_tok_s,
                                thresholded_tok_s=p.baseline_tok_s * 1.01, ratio=1.01, ci_low=0.97, ci_high=1.05,
@@ -377,7 +377,7 @@ def test_one_arm_report_shows_flagged_points(tmp_path):
     ({"checked": False, "reason": "temperature 0.7 > 0"}, "losslessness not checked: temperature 0.7 > 0"),
 ])
 def test_losslessness_lines(recorded, losslessness, expected):
-    from specgauge.compare.model import Losslessness
+    from specgauge.analysis.results import Losslessness
 
     result = recorded.model_copy(update={"losslessness": Losslessness(**losslessness), "health": ()})
     data = report_from_compare(result)

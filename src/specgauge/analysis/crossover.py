@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from specgauge.compare.model import Crossover
+from specgauge.analysis.results import Crossover
 
 
 def crossing_point(concurrency: Sequence[float], ratios: Sequence[float]) -> tuple[str, float | None, int | None]:

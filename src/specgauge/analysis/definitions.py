@@ -1,4 +1,4 @@
-"""The metric definitions everyone uses, written once (DESIGN.md, "Definitions").
+"""The metric definitions everyone uses, written once here and cited by every report and doc.
 
 - TTFT: request sent → first content-bearing chunk received.
 - TPOT: (latency − TTFT) / (output_tokens − 1).

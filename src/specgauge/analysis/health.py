@@ -18,7 +18,7 @@ import numpy as np
 
 from specgauge.analysis import definitions
 from specgauge.client.records import RequestRecord, TokenCountSource
-from specgauge.compare.model import HealthWarning, HistogramBin, PositionBin
+from specgauge.analysis.results import HealthWarning, HistogramBin, PositionBin
 
 ACCEPT_LENGTH_ONE = 1.1          # mean acceptance length below this: nothing is being accepted
 CHUNK_DISAGREEMENT = 0.25        # relative gap between tokens per chunk and the server's figure

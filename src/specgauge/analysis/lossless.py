@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from specgauge.compare.model import Losslessness, MismatchExample
+from specgauge.analysis.results import Losslessness, MismatchExample
 
 MAX_EXAMPLES = 5
 EXCERPT_CHARS = 60

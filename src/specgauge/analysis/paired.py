@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from specgauge.compare.model import RatioCI
+from specgauge.analysis.results import RatioCI
 
 CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 2000

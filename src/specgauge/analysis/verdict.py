@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from specgauge.compare.model import Crossover, Recommendation, ServerSetting, SingleStreamDomain, SweepPoint
+from specgauge.analysis.results import Crossover, Recommendation, ServerSetting, SingleStreamDomain, SweepPoint
 
 THRESHOLD_RULE = ("speculate while at most N requests run; N = the crossover concurrency "
                   "(interpolated in log-concurrency) rounded down; none when speculation pays at every tested "

@@ -20,8 +20,8 @@ from specgauge.analysis.paired import RatioEstimate, ratio_of_statistic, ratio_o
 from specgauge.analysis.summary import summarize
 from specgauge.analysis.verdict import recommend, verdict_lines
 from specgauge.client.records import RequestRecord
-from specgauge.compare.model import (ArmDescription, ArmPoint, CompareResult, CompareSettings, Percentiles,
-                                     SingleStreamDomain, StageRuns, SweepPoint)
+from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, Percentiles,
+                                        SingleStreamDomain, StageRuns, SweepPoint)
 from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
 from specgauge.report.export import point_document
 from specgauge.store import Store

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from specgauge.compare.model import CompareResult
+from specgauge.analysis.results import CompareResult
 from specgauge.compare.plan import ArmConfig, ComparePlan
 from specgauge.errors import UserError
 

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 
 from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
-from specgauge.compare.model import (ArmDescription, CompareResult, CompareSettings, StageRuns, SuiteInfo)
+from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, StageRuns, SuiteInfo)
 from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, close_run, open_run, run_point_at

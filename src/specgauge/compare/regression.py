@@ -17,10 +17,11 @@ import numpy as np
 
 from specgauge.compare.arms import ArmSpec
 from specgauge.compare.collect import ArmSamples, paired_point
-from specgauge.compare.model import RatioCI
+from specgauge.analysis.results import RatioCI
 from specgauge.analysis.paired import DEFAULT_RESAMPLES, significant_change
 from specgauge.errors import UserError
-from specgauge.load.bench_config import BenchConfig, describe_point
+from specgauge.load.bench_config import BenchConfig
+from specgauge.report.formatting import describe_point
 from specgauge.store import RunRow, Store
 from specgauge.suites.continuity import SuiteDiff, require_same_suite
 from specgauge.suites.registry import load_suite

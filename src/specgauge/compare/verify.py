@@ -5,7 +5,7 @@ is never worse than the baseline beyond noise (no point whose 95% interval lies 
 
 from __future__ import annotations
 
-from specgauge.compare.model import CompareResult, Verification, VerifyPoint
+from specgauge.analysis.results import CompareResult, Verification, VerifyPoint
 from specgauge.compare.orchestrate import run_comparison
 from specgauge.compare.plan import ArmConfig, ComparePlan
 from specgauge.errors import UserError

@@ -5,8 +5,8 @@ On CPUs without native bf16 the engine computes in fp32, and MKL's fp32 GEMM the
 the 1-16 rows of a decode or verify step (its cost grows about 2x from 1 row to 7). FBGEMM's
 fp16-weight GEMM keeps the weights packed once, as fp16, and multiplies fp32 activations with
 fp32 accumulation. It reads half the bytes, and costs 0.22-0.54x of MKL's time at 1-7 rows,
-0.7-0.85x at 64 rows, about the same at 256 rows: ``benchmarks/linear_packing.py``, on the
-shipped models' shapes (AMD EPYC, AVX2, 2026-12-03).
+0.7-0.85x at 64 rows, about the same at 256 rows on an AVX2-only AMD EPYC
+(``benchmarks/linear_packing.py`` on the shipped models' shapes; docs/engine.md).
 
 fp16 holds every bf16 value in its normal range exactly; only weights below 2^-14 in magnitude
 (fp16 subnormals) move, by at most 2^-25. So ``auto`` packs only checkpoints whose weights are

@@ -16,9 +16,10 @@ from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_poin
                                           window_from_records)
 from specgauge.client.probe import check_reachable, detect_model, fingerprint
 from specgauge.errors import UserError
-from specgauge.load.bench_config import REDACTED, BenchConfig, describe_point
+from specgauge.load.bench_config import REDACTED, BenchConfig
 from specgauge.load.plan import Endpoint, PointSpec
 from specgauge.load.runner import PointOutcome, run_point
+from specgauge.report.formatting import describe_point
 from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import PointRow, Store
 from specgauge.store.turn_writer import TurnWriter

@@ -113,11 +113,3 @@ class BenchConfig(BaseModel):
         data = self.model_dump(mode="json", exclude={"api_key"})
         data["headers"] = [[k, REDACTED if k.lower() in SECRET_HEADER_NAMES else v] for k, v in self.headers]
         return data
-
-
-def describe_point(spec: dict) -> str:
-    """A short label for a stored point spec: ``c=8`` or ``rate=2/s`` (``≤16`` when capped)."""
-    if spec.get("mode") == "open":
-        cap = f" ≤{spec['max_concurrency']}" if spec.get("max_concurrency") else ""
-        return f"rate={spec.get('rate'):g}/s{cap}"
-    return f"c={spec.get('concurrency')}"

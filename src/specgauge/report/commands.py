@@ -42,7 +42,7 @@ def load_report(store, ref: ReportRef):
     """The :class:`ReportData` of ``ref`` and, for a run, its bench JSON document."""
     from pydantic import ValidationError
 
-    from specgauge.compare.model import CompareResult
+    from specgauge.analysis.results import CompareResult
     from specgauge.report.export import run_document
     from specgauge.report.report_data import report_from_compare, report_from_run
 

@@ -44,3 +44,11 @@ def concurrency_with_ci(value: float | None, ci_low: float | None, ci_high: floa
     low = "?" if ci_low is None else f"{ci_low:.3g}"
     high = "beyond the tested range" if ci_high is None else f"{ci_high:.3g}"
     return f"≈ {value:.3g} [{low}, {high}]"
+
+
+def describe_point(spec: dict) -> str:
+    """A short label for a stored point spec: ``c=8`` or ``rate=2/s`` (``≤16`` when capped)."""
+    if spec.get("mode") == "open":
+        cap = f" ≤{spec['max_concurrency']}" if spec.get("max_concurrency") else ""
+        return f"rate={spec.get('rate'):g}/s{cap}"
+    return f"c={spec.get('concurrency')}"

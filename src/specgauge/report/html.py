@@ -21,7 +21,7 @@ from specgauge.report.report_text import (DEFINITIONS_SOURCE, crossover_sentence
                                           recommendation_sentence)
 
 if TYPE_CHECKING:
-    from specgauge.compare.model import CompareResult
+    from specgauge.analysis.results import CompareResult
 
 SERVER_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "specgauge": "specgauge (embedded engine)"}
 

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from specgauge.analysis.health import acceptance_by_position, chunk_histogram, mean_accept_length, mean_tokens_per_chunk
 from specgauge.client.records import RequestRecord, TokenCountSource
-from specgauge.compare.model import HistogramBin, PositionBin
+from specgauge.analysis.results import HistogramBin, PositionBin
 from specgauge.report.export import point_document
 from specgauge.store import PointRow, RunRow, Store
 
 if TYPE_CHECKING:
-    from specgauge.compare.model import CompareResult
+    from specgauge.analysis.results import CompareResult
 
 MEASURED_SOURCES = frozenset({TokenCountSource.SERVER.value, TokenCountSource.TOKENIZER.value})
 
@@ -91,7 +91,7 @@ class ArmData:
 class ReportData:
     """The input of every report renderer: one arm (a bench run) or two (a comparison).
 
-    ``comparison`` is the :class:`~specgauge.compare.model.CompareResult` the arms came from,
+    ``comparison`` is the :class:`~specgauge.analysis.results.CompareResult` the arms came from,
     or ``None`` for a one-arm report of a plain bench run.
     """
 

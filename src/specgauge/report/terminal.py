@@ -15,8 +15,8 @@ from rich.text import Text
 from specgauge.analysis import definitions
 from specgauge.analysis.aggregate import PointAggregate
 from specgauge.client.records import RequestRecord
-from specgauge.load.bench_config import describe_point
 from specgauge.report.export import point_document
+from specgauge.report.formatting import describe_point
 from specgauge.store import PointRow, RunRow
 
 

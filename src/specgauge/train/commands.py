@@ -8,32 +8,12 @@ from pathlib import Path
 import click
 
 from specgauge.errors import UserError, require_extra
+from specgauge.train.mix import parse_weights
 
 
 @click.group(name="train")
 def train_group() -> None:
     """Build the corpus, tokenizer and target model of the embedded engine."""
-
-
-def _parse_weights(text: str | None, sources: tuple[str, ...] | None = None) -> dict[str, float]:
-    """``source=weight,...`` over ``sources`` (default: the target's sources)."""
-    if not text:
-        return {}
-    from specgauge.train.corpus import TARGET_SOURCES
-
-    sources = sources or TARGET_SOURCES
-    weights = {}
-    for item in text.split(","):
-        name, _, value = item.partition("=")
-        if name not in sources:
-            raise UserError(f"--weights: unknown source {name!r}; expected one of {', '.join(sources)}")
-        try:
-            weights[name] = float(value)
-        except ValueError:
-            raise UserError(f"--weights: {item!r} is not source=number") from None
-        if weights[name] < 0:
-            raise UserError(f"--weights: weight of {name} must be ≥ 0")
-    return weights
 
 
 @train_group.command("corpus")
@@ -122,7 +102,7 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
     try:
         config = TrainConfig(seq_len=seq_len, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps, max_steps=max_steps,
                              minutes=minutes, bf16=bf16, loss_on=loss_on, seed=seed, threads=threads,
-                             eval_every=eval_every, weights=_parse_weights(weights))
+                             eval_every=eval_every, weights=parse_weights(weights))
     except ValueError as exc:
         raise UserError(str(exc)) from None
     shape = ModelShape(hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=heads,

@@ -12,10 +12,10 @@ from specgauge.errors import UserError, require_extra
 def parse_mix(text: str | None) -> dict[str, float]:
     """``code_stdlib=0.5,agentic_tools=0.4`` → a weight for every source (sources left out get 0);
     unknown sources, bad numbers and an all-zero mix are UserErrors."""
-    from specgauge.train.commands import _parse_weights
     from specgauge.train.corpus import SOURCES
+    from specgauge.train.mix import parse_weights
 
-    weights = _parse_weights(text, SOURCES)
+    weights = parse_weights(text, SOURCES)
     if not weights:
         return {}
     if not any(w > 0 for w in weights.values()):

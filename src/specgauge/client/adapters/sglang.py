@@ -3,7 +3,7 @@
 Each event's ``text`` is cumulative by default and incremental when the server runs with
 ``--incremental-streaming-output``; the adapter detects which from the first events (cumulative
 when an event's text extends everything received so far) and switches if a later event
-contradicts it. ``meta_info`` is read under every historical field name (DESIGN.md).
+contradicts it. ``meta_info`` is read under every historical field name (``DRAFT_COUNT_KEYS``, ``HISTOGRAM_KEYS``).
 """
 
 from __future__ import annotations

@@ -7,26 +7,24 @@
   (powers of two) and per candidate k it keeps the batch size and wall time of the last ``KEEP``
   *steady* decode steps (no prefill chunk, no catch-up backlog: ``runner.is_steady``), and
   estimates a step of B requests by the median of the ``WINDOW`` nearest B (robust to a noisy,
-  shared machine and to a batch that drains). It predicts the tokens a request gets per step with k
-  drafts from what steps with k drafts gave, per request that could draft (not one whose backlog
-  after an off period was not worth catching up), pooled over every batch size (acceptance is the
-  drafter's and the text's, not the batch's; a bucket's own few request-steps once read 2.0
-  tokens where the pool read 2.45 and kept a single stream plain for 1500 steps), or, until 16
-  such request-steps are seen, from the running per-position acceptance, ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
-  ``--speculative-min-draft-prob``), and picks the k with the most expected tokens per second,
-  ``B * tokens(k) / time(B, k)``, with ``time(B, k)`` the plain step's estimate times k's
-  ratio to it — drafting only when it beats plain by ``MARGIN`` (5%): the model sees steady
-  steps, not the draft head's catch-up over each new prompt or drafting beside prefill chunks.
+  shared machine and to a batch that drains). It predicts the tokens a request gets per step
+  with k drafts from what steps with k drafts gave, per request that could draft (not one whose
+  backlog after an off period was not worth catching up), pooled over every batch size
+  (acceptance is the drafter's and the text's, not the batch's), or, until ``MIN_YIELDS`` such
+  request-steps are seen, from the running per-position acceptance,
+  ``1 + sum_{j<=k} prod_{i<=j} a_i`` (which overestimates chains cut short by
+  ``--speculative-min-draft-prob``). It picks the k with the most expected tokens per second,
+  ``B * tokens(k) / time(B, k)``, with ``time(B, k)`` the plain step's estimate times k's ratio
+  to it — drafting only when it beats plain by ``MARGIN`` (5%): the model sees steady steps, not
+  the draft head's catch-up over each new prompt or drafting beside prefill chunks.
 
   With two candidates (off or the full draft: a tree, or a chain that cuts itself short) that
   ratio is the median over *pairs of neighbouring steady steps*, one of each, at most
   ``PAIR_GAP`` steps apart, a step paired at most with one step before it and one after, and
-  only steps that continue their mode (measuring alternates two of each). Ratios are fitted
-  non-decreasing over the buckets (``monotone_ratios``).
-  Estimates measured minutes apart compared this machine's drift as much as the choice (tens of
-  percent; adaptive kept the full draft at 4 streams, 0.90x of off, and off at 2, where the
-  draft paid); neighbours share their moment's speed, as the benchmark's interleaved arms do.
-  With more candidates the ratio is that of the two cells' estimates.
+  only steps that continue their mode (measuring alternates two of each). Neighbours share the
+  machine's speed of the moment, so the pairs compare the choice, not the machine's drift.
+  Ratios are fitted non-decreasing over the buckets (``monotone_ratios``). With more candidates
+  the ratio is that of the two cells' estimates.
 
   A bucket first measures plain steps. A k never measured in it is predicted from the *smaller*
   buckets where it was (``ratio_from_below``): speculation only loses ground as the batch grows
@@ -39,21 +37,20 @@
   of the draft (tokens over time ratio) lies within ``Z`` standard errors of the ``MARGIN`` line
   (the median's error, from the pairs' spread), and fewer than ``PAIRS_KEEP`` pairs are in, it
   goes on alternating plain and draft steps. Near the line either choice costs little, so
-  measuring there is cheap, while a choice made there on a few pairs was a coin toss: a single
-  stream gaining 1.14x sat within noise of the line and a few unlucky early pairs kept it plain
-  for thousands of steps, 0.87x of drafting. Far from the line a few pairs settle it.
+  measuring there is cheap, while a choice made there on a few pairs would be a coin toss. Far
+  from the line a few pairs settle it.
 
   A bucket probes a neighbour of its choice (k − 1 or k + 1, the less recently tried) for
   ``PROBE_STEPS`` steps when its probe falls due, if the neighbour was measured in this bucket
-  (early estimates can be far off: speculation at 4 streams once measured 5x a plain step on 3
-  samples, 2.5x later), or the bucket's interval has reached ``MAX_REFRESH``. A neighbour only
-  predicted from a smaller bucket, where it lost, is not run before that: the prediction is
-  optimistic, so it loses here too (probing it anyway cost 2–4% of plain's throughput at 16 and
-  32 streams) — where a smaller batch says speculation loses, a speculative step (and its
-  catch-up) is paid once in ``MAX_REFRESH`` steps. The first probe falls due ``REFRESH`` steps
-  into the bucket; a probe that leaves the choice unchanged, or is
-  skipped, doubles the bucket's interval (up to ``MAX_REFRESH``), one that changes it resets it:
-  the model follows a load that moves, and costs ever less where it does not.
+  (early estimates can be far off), or the bucket's interval has reached ``MAX_REFRESH``. A
+  neighbour only predicted from a smaller bucket, where it lost, is not run before that: the
+  prediction is optimistic, so it loses here too — where a smaller batch says speculation
+  loses, a speculative step (and its catch-up) is paid once in ``MAX_REFRESH`` steps. The first
+  probe falls due ``REFRESH`` steps into the bucket; a probe that leaves the choice unchanged,
+  or is skipped, doubles the bucket's interval (up to ``MAX_REFRESH``), one that changes it
+  resets it: the model follows a load that moves, and costs ever less where it does not.
+
+The measurements behind these rules are in docs/results.md ("What shaped the adaptive controller").
 """
 
 from __future__ import annotations
@@ -69,7 +66,7 @@ PROBE_STEPS = 3  # a re-measured k is held this many steps: the first one back o
 # carries the catch-up of every token decoded meanwhile and is not learned from (not steady)
 MARGIN = 0.05  # drafting must beat plain by this much on the steady-step model: the model does not see
 # what drafting costs outside steady steps (the draft head's catch-up over each new prompt, drafting
-# beside prefill chunks), and without it kept the draft on at 4 streams where it ran at 0.90x of off
+# beside prefill chunks)
 MIN_SAMPLES = 3  # a median of three survives one outlier (the first step of a new shape builds its kernels)
 WINDOW = 8   # samples a time estimate takes the median of: those nearest the batch size in question
 KEEP = 32    # samples a cell keeps
@@ -90,8 +87,7 @@ def monotone_ratios(pairs: dict[int, deque]) -> dict[int, float]:
     batch size, each bucket weighted by its pairs (pool-adjacent-violators): a draft costs a
     plain step's fixed overhead plus a verify that grows with B·(1+k), so its ratio to a plain
     step does not fall as the batch grows. A bucket measured on a few noisy pairs out of line
-    with its neighbours is pooled with them: one engine drafted on 1% of its single-stream steps
-    (0.87x of a drafting engine) while it read 2.12x at 4 streams and drafted there."""
+    with its neighbours is pooled with them."""
     blocks = []  # [log ratio, weight, buckets], merged while out of order
     for bucket in sorted(pairs):
         blocks.append([statistics.median(math.log(p) for p in pairs[bucket]), len(pairs[bucket]), [bucket]])
@@ -120,10 +116,8 @@ class _Cell:
     def time(self, batch: int) -> float:
         """Step time at ``batch``: the median of the ``WINDOW`` samples nearest it in batch size
         (the most recent first among equals), each scaled to it in proportion. Only near ones:
-        a step's fixed cost makes the proportion wrong far away — a draining batch's plain steps
-        of 9 requests, scaled to 16, read 20% slower than a step of 16, and taken as the
-        bucket's plain time they make speculation look better there than it is (the likeliest
-        cause of one run's 0.76x of off at 16 streams)."""
+        a step's fixed cost makes the proportion wrong far away (a draining batch's small plain
+        steps, scaled up, would read slower than full ones and flatter speculation)."""
         near = sorted(reversed(self.samples), key=lambda sample: abs(sample[0] - batch))[:WINDOW]
         return statistics.median(seconds * batch / size for size, seconds in near)
 
@@ -247,10 +241,8 @@ class SpeculationController:
         """k's time ratio to a plain step in ``bucket``, from the smaller buckets where it was
         measured: the nearest one's, grown by the growth per doubling of the batch between the
         two nearest (at least 1). The ratio grows ever faster with the batch (the verify's
-        B·(1+k) tokens take over from fixed costs), so this stays optimistic — while the nearest
-        bucket's ratio alone called 16 streams a 7% gain from 8's (2.38x for 2.56 tokens), and
-        measuring it there, each draft step catching up the prompts that came meanwhile, is the
-        likeliest cost behind one run's 0.95x of plain at 16 streams with 2% of steps drafting."""
+        B·(1+k) tokens take over from fixed costs), so this stays optimistic, where the nearest
+        bucket's ratio alone would be too optimistic and send buckets measuring a loser."""
         below = sorted(b for b in {b for (b, _) in self.cells} if b < bucket and self._ratio(b, k) is not None)
         if not below:
             return None
@@ -338,7 +330,7 @@ class SpeculationController:
         unpaired steady plain step is left here to pair k's next step with (measuring k then
         alternates two plain and two k steps, the second of each paired, until the bucket's pairs
         settle its choice, ``settled``: the first few steps of a new bucket can be far off, and a
-        ratio from 3 pairs once kept the draft off at 1 stream for 700 steps)."""
+        ratio from a few pairs can lock the wrong choice for a long time)."""
         if self.paired and k and (bucket, 0) not in self.last_steady:
             return 0
         return k
@@ -350,8 +342,8 @@ class SpeculationController:
         if self.paired and (k > 0) == (self.previous_k > 0):
             # pair with the other candidate's last steady step not yet paired with a later one; only
             # steps that continue their mode: the draft step after a plain one caught up one token a
-            # request where steady drafting catches up every accepted one, and pairs of such steps
-            # read 2.26x a plain step at 8 streams where drafting runs cost 2.42x
+            # request where steady drafting catches up every accepted one, so such pairs read the
+            # draft cheaper than it is
             partner = (bucket, 0 if k else self.candidates[1])
             other = self.last_steady.pop(partner, None)
             if other is not None and self.steps - other[0] <= PAIR_GAP:

@@ -52,7 +52,7 @@ def is_steady(report: StepReport) -> bool:
     """A pure decode step whose cost is what every step at its k costs: no prefill chunk and no
     catch-up backlog beyond the previous step's accepted tokens (at most 1 + k pairs a request),
     so the controller's cost model is not charged the one-off catch-up of switching speculation
-    back on (at 4 streams that made k = 1 look 3.5x a plain step, and kept it off)."""
+    back on (which would make drafting look dear and keep it off)."""
     return report.pure_decode and report.decoding > 0 and report.catch_up <= report.decoding * (1 + report.k)
 
 
