@@ -20,6 +20,7 @@ from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
 from specgauge.compare.model import (ArmDescription, CompareResult, CompareSettings, StageRuns, SuiteInfo)
 from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
+from specgauge.compare.speculation_setup import speculation_setup
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, close_run, open_run, run_point_at
 from specgauge.report.progress import BenchProgress, NullProgress
@@ -185,19 +186,25 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
                                     baseline_run_ids=tuple(ledger.runs.get((stage.name, "baseline"), ())),
                                     speculative_run_ids=tuple(ledger.runs.get((stage.name, "speculative"), ()))))
     arms = []
+    speculation, vllm_config = None, None
     for arm_config in (plan.baseline, plan.speculative):
         run_ids = ledger.runs.get((stages[0].name, arm_config.name), [])
         run = store.get_run(run_ids[-1]) if run_ids else None
+        fingerprint = run.server_fingerprint if run else None
+        if arm_config.name == "speculative":
+            speculation, vllm_config = speculation_setup(arm_config.kind, arm_config.value, fingerprint)
         arms.append(ArmDescription(name=arm_config.name, kind=arm_config.kind, description=arm_config.spec().describe(),
                                    url=ledger.urls.get(arm_config.name), model=run.model if run else None,
-                                   server_fingerprint=run.server_fingerprint if run else None))
+                                   server_fingerprint=fingerprint,
+                                   speculation=speculation if arm_config.name == "speculative" else None))
     settings = CompareSettings(
         api=plan.api, domains=plan.domains, concurrency=plan.concurrency,
         num_requests_single=plan.num_requests_single, num_requests_sweep=plan.num_requests_sweep,
         max_tokens=plan.max_tokens, seed=plan.seed, temperature=plan.temperature, warmup=plan.warmup,
         rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples)
     return build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
-                        comparison_id=comparison_id, seed=plan.seed)
+                        comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
+                        vllm_base_config=vllm_config)
 
 
 def result_of_comparison(store: Store, comparison_id: int) -> CompareResult:
