@@ -55,6 +55,19 @@ class Machine:
         return 1.0 + self.slowdown_per_request * self.served
 
 
+class NoisyMachine(Machine):
+    """A machine that is ``amplitude`` slower for ``period`` requests out of every 2 x ``period``
+    (other jobs coming and going): no lasting change, but two moments differ."""
+
+    def __init__(self, amplitude: float, period: int) -> None:
+        super().__init__(0.0)
+        self.amplitude, self.period = amplitude, period
+
+    def factor(self) -> float:
+        self.served += 1
+        return 1.0 + self.amplitude * ((self.served // self.period) % 2)
+
+
 class DriftingServer(ScriptedServer):
     """:class:`ScriptedServer` whose chunk delay follows its :class:`Machine`'s drift."""
 
