@@ -212,7 +212,8 @@ async def _compare(plan, db: str, verify: bool):
             result = await run_comparison(plan, store, progress,
                                           on_stage=lambda text: progress.console.print(f"[bold]{text}"))
             if verify:
-                result = await verify_threshold(plan, store, result, progress)
+                result = await verify_threshold(plan, store, result, progress,
+                                                on_stage=lambda text: progress.console.print(f"[bold]{text}"))
     finally:
         progress.close()
     return result
@@ -236,7 +237,8 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
         async def work():
             return await run_against_baseline(
                 store, options["against_baseline"], arms[0].spec(), allow_suite_change=options["allow_suite_change"],
-                allow_server_change=options["allow_server_change"], api_key=api_key, progress=RichProgress(),
+                allow_server_change=options["allow_server_change"], api_key=api_key,
+                progress=RichProgress(db=options["db"]),
                 start_timeout_s=options["start_timeout"], seed=options["seed"], resamples=options["resamples"],
                 min_effect=options["min_effect"])
 
