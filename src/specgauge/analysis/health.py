@@ -167,8 +167,8 @@ def drift_warnings(repeats: Sequence[tuple[str, float | None, float | None, str]
     """Warnings for measurements of the same arm, suite and concurrency taken at two times.
 
     ``repeats``: ``(arm, tok_s first, tok_s second, what was repeated)``. A difference above
-    :data:`DRIFT_WARNING` means the machine's speed changed during the comparison, by more than
-    the bootstrap intervals (which cover request-to-request variation only) account for.
+    :data:`DRIFT_WARNING` means the machine's speed changed during the comparison; the intervals
+    include the measured drift (analysis/drift.py), which is why they are wide.
     """
     warnings = []
     for arm, first, second, what in repeats:
@@ -179,9 +179,9 @@ def drift_warnings(repeats: Sequence[tuple[str, float | None, float | None, str]
             warnings.append(HealthWarning(
                 code="machine_drift",
                 message=f"the {arm} arm measured twice alike ({what}) gave {first:,.1f} and {second:,.1f} tok/s "
-                        f"({drift:.0%} apart): the machine's speed drifted during the comparison; differences "
-                        f"between the arms smaller than that are noise, whatever the intervals say (use a quieter "
-                        f"machine, or --rounds 2 or more)"))
+                        f"({drift:.0%} apart): the machine's speed drifted during the comparison; the intervals "
+                        f"include that drift, so differences between the arms smaller than it are not claimed (use "
+                        f"a quieter machine, or --rounds 2 or more)"))
     return tuple(warnings)
 
 
