@@ -187,9 +187,11 @@ def compare_command(**options) -> None:
         Store.open(options["db"], create=False).close()
     result = _run(_compare(plan, options["db"], options["verify"]))
     if options["verify"] and result.verification is None:
-        click.echo("--verify: nothing to verify: " + ("speculation pays at every tested concurrency"
-                   if result.recommended_disable_above is None else "speculation never pays (switch it off)"),
-                   err=True)
+        recommendation = result.recommendation
+        why = ("speculation never pays (switch it off)" if recommendation.disable_above == 0 else
+               "speculation pays at every tested concurrency" if recommendation.confident else
+               "no tested concurrency shows a clear loss, so there is no threshold to apply")
+        click.echo(f"--verify: nothing to verify: {why}", err=True)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
 
