@@ -213,7 +213,7 @@ def _sweep_breakdown(label: str, assessment: SweepAssessment) -> str | None:
         points = assessment.at(what)
         if points:
             shown = ", ".join(f"{p.concurrency} (ratio {p.ratio:.2f}{_interval(p.ci_low, p.ci_high)})" for p in points)
-            parts.append(f"{words} at {shown}" if what != "unclear" else f"{words} at {shown}")
+            parts.append(f"{words} at {shown}")
     too_few = assessment.at("too_few")
     if too_few:
         parts.append("no verdict at " + ", ".join(f"{p.concurrency} ({_too_few(p.pairs, p.ratio)})" for p in too_few))
