@@ -48,7 +48,9 @@ def _positive(ctx, param, value):
               help="Tokens per KV block.")
 @click.option("--num-blocks", type=int, default=None, callback=_positive,
               help="KV blocks in the pool (default: sized from the running limit and context).")
-@click.option("--api-key", default=None, help="Require 'Authorization: Bearer KEY' on every route but /health.")
+@click.option("--api-key", default=None, envvar="SPECGAUGE_API_KEY", show_envvar=True,
+              help="Require 'Authorization: Bearer KEY' on every route but /health (the environment "
+                   "variable keeps the key out of `ps`).")
 @click.option("--incremental-streaming-output", is_flag=True,
               help="/generate streams text deltas instead of cumulative text (SGLang's flag).")
 @click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True, callback=_positive,
@@ -89,7 +91,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
         raise UserError(f"no model at {model_dir}: {hint}; pass --model DIR")
     from specgauge.engine.engine import Engine, EngineConfig
     from specgauge.engine.scheduler import SchedulerConfig
-    from specgauge.engine.server import ServerSettings, serve_forever
+    from specgauge.engine.server import ServerSettings, bind_or_explain, serve_forever
     from specgauge.engine.speculative.config import SpeculativeConfig
 
     config = EngineConfig(
@@ -105,11 +107,16 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
             min_draft_prob=speculative_min_draft_prob),
     )
     config.validate()  # bad flags fail with one line before anything loads
+    sock = bind_or_explain(host, port)  # a busy port or a bad host, too
     print(f"loading {model_dir} on {device} ...", file=sys.stderr, flush=True)
-    engine = Engine(config)
+    try:
+        engine = Engine(config)
+    except BaseException:
+        sock.close()
+        raise
     settings = ServerSettings(served_model_name=served_model_name, api_key=api_key, max_body_bytes=max_body_bytes,
                               incremental_streaming_output=incremental_streaming_output)
-    serve_forever(engine, settings, host, port, on_ready=lambda url: print(READY_PREFIX + url, flush=True))
+    serve_forever(engine, settings, sock, on_ready=lambda url: print(READY_PREFIX + url, flush=True))
 
 
 def register(app: click.Group) -> None:
