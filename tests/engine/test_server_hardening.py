@@ -294,3 +294,23 @@ def test_openapi_document_describes_the_request_bodies(server):
         assert schema["properties"], path
     assert "ChatMessage" in document["components"]["schemas"]
     json.dumps(document)
+
+
+def test_the_kv_pool_audit_route(server):
+    httpx.post(server.url + COMPLETIONS, json={"prompt": "x", "max_tokens": 2}, timeout=30)
+    wait_idle(server.engine)
+    audit = httpx.get(server.url + "/debug/kv_blocks").json()
+    assert audit["whole"] and audit["error"] is None
+    assert audit["kv_blocks_free"] + audit["kv_blocks_used"] == audit["kv_blocks_total"] == server.engine.blocks.num_blocks
+
+
+def test_the_kv_pool_audit_route_reports_a_broken_pool(engine_factory):
+    engine = engine_factory(max_running=2)
+    with BackgroundServer(engine) as srv:
+        engine.call(lambda e: e.blocks.free_blocks.append(e.blocks.free_blocks[0]))  # a block freed twice
+        try:
+            broken = httpx.get(srv.url + "/debug/kv_blocks")
+            assert broken.status_code == 500 and not broken.json()["whole"]
+            assert "free list twice" in broken.json()["error"]
+        finally:
+            engine.call(lambda e: e.blocks.free_blocks.pop())

@@ -217,6 +217,24 @@ class Engine:
         """Assert the KV pool is consistent (run in the engine thread)."""
         self.call(lambda engine: engine.blocks.check_integrity())
 
+    def kv_audit(self) -> dict:
+        """The KV pool checked whole in the engine thread (``BlockManager.check_integrity``: free +
+        used == total, every ref count exact): its counts, and ``error`` when the check failed."""
+        def audit(engine: "Engine") -> dict:
+            blocks = engine.blocks
+            owned = {block for table in blocks.tables.values() for block in table.blocks}
+            counts = {"kv_blocks_total": blocks.num_blocks, "kv_blocks_free": blocks.num_free_blocks,
+                      "kv_blocks_used": len(owned), "requests_holding_blocks": len(blocks.tables),
+                      "num_running_reqs": len(engine.scheduler.running),
+                      "num_waiting_reqs": len(engine.scheduler.waiting)}
+            try:
+                blocks.check_integrity()
+            except Exception as exc:  # noqa: BLE001 -- reported, not raised: this is a probe
+                return {**counts, "whole": False, "error": str(exc)}
+            return {**counts, "whole": True, "error": None}
+
+        return self.call(audit)
+
     def snapshot(self) -> dict:
         """Counters for /server_info (read without locking: plain ints)."""
         return {

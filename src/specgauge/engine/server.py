@@ -572,6 +572,12 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
     async def server_info_route():
         return server_info()
 
+    @app.get("/debug/kv_blocks")
+    def kv_blocks():  # a plain def: FastAPI runs it in a worker thread while the engine answers
+        """The KV pool checked in the engine thread: free + used == total (``whole``), with counts."""
+        audit = engine.kv_audit()
+        return JSONResponse(audit, status_code=200 if audit["whole"] else 500)
+
     @app.get("/health")
     async def health():
         if not engine.alive:
