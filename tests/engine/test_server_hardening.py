@@ -314,3 +314,18 @@ def test_the_kv_pool_audit_route_reports_a_broken_pool(engine_factory):
             assert "free list twice" in broken.json()["error"]
         finally:
             engine.call(lambda e: e.blocks.free_blocks.pop())
+
+
+def test_a_request_head_over_the_limit_is_431(server):
+    from specgauge.engine.server import MAX_HEAD_BYTES
+
+    with socket.create_connection(host_port(server.url)) as sock:
+        # just past the limit and unfinished: the server has read all of it when it answers (no RST)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * MAX_HEAD_BYTES)
+        sock.settimeout(30)
+        answer = sock.recv(200)
+    assert answer.startswith(b"HTTP/1.1 431")
+    # a body of any size is not a head: it gets the application's own limit (413), not 431
+    big = httpx.post(server.url + COMPLETIONS, content=b"x" * (3 * MAX_HEAD_BYTES),
+                     headers={"content-type": "application/json"})
+    assert big.status_code == 400

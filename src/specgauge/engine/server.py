@@ -632,24 +632,48 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+MAX_HEAD_BYTES = 64 * 1024   # a request line + headers longer than this: 431 (llhttp sets no limit)
+HEAD_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                  b"connection: close\r\ncontent-length: 32\r\n\r\nRequest header fields too large.")
+
+
 def header_timeout_protocol(timeout_s: float) -> type:
     """uvicorn's HTTP protocol (httptools, else h11) closing a connection that has not sent a whole
     request head within ``timeout_s`` — counted from the connection's start, or from the end of
     its previous response (keep-alive). uvicorn's own ``timeout_keep_alive`` starts only after a
     response, so a client sending half a header, or a byte a minute, would otherwise hold a
     connection forever (uvicorn/protocols/http/httptools_impl.py: the timer is armed in
-    ``on_response_complete`` and cancelled in ``data_received``)."""
+    ``on_response_complete`` and cancelled in ``data_received``).
+
+    With httptools, a head over ``MAX_HEAD_BYTES`` is answered 431 and closed (httptools, unlike
+    h11's ``h11_max_incomplete_event_size``, buffers headers without a limit)."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    counts_head = hasattr(AutoHTTPProtocol, "on_headers_complete")  # httptools' parser callback
 
     class HeaderTimeoutProtocol(AutoHTTPProtocol):
         _head_timer: asyncio.TimerHandle | None = None
+        _head_bytes: int | None = 0        # bytes of the request head so far; None once it is complete
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self._arm_head_timer()
 
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if counts_head and self._head_bytes is not None and not self.transport.is_closing():
+                self._head_bytes += len(data)
+                if self._head_bytes > MAX_HEAD_BYTES:
+                    self.transport.write(HEAD_TOO_LARGE)
+                    self.transport.close()
+
+        def on_headers_complete(self) -> None:
+            self._head_bytes = None
+            super().on_headers_complete()
+
         def on_response_complete(self) -> None:
             super().on_response_complete()
+            self._head_bytes = 0
             self._arm_head_timer()
 
         def connection_lost(self, exc) -> None:
