@@ -282,6 +282,8 @@ class Engine:
         try:
             outputs = self.runner.run(batch) if batch.seqs else []
         except RequestError as exc:
+            if not set(exc.request_ids) & {seq.request.request_id for seq in batch.seqs}:
+                raise  # blames no request of this step: a failure of the step (all its requests fail)
             return self._isolate_failure(batch, exc)
         updates = self.scheduler.postprocess(batch, outputs)
         elapsed = time.perf_counter() - start

@@ -28,7 +28,7 @@ def _rows_at_fault(count: int, attempt) -> SamplingError:
         except Exception as exc:  # noqa: BLE001 -- any failure of that row's own computation
             rows.append(row)
             message = message or f"{type(exc).__name__}: {exc}"
-    return SamplingError(rows, message or "sampling failed for the batch as a whole")
+    return SamplingError(rows, message)
 
 
 def make_generator(params: SamplingParams, device: torch.device | str) -> torch.Generator | None:
@@ -54,6 +54,8 @@ def sample(logits: torch.Tensor, params: list[SamplingParams],
         probs, sorted_idx = _sorted_probs(logits[rows], [params[i] for i in rows])
     except Exception:  # noqa: BLE001 -- find the rows whose parameters caused it
         fault = _rows_at_fault(len(rows), lambda r: _sorted_probs(logits[rows[r]:rows[r] + 1], [params[rows[r]]]))
+        if not fault.rows:
+            raise  # no row fails alone: the batch's failure, not a request's
         raise SamplingError([rows[r] for r in fault.rows], str(fault)) from None
     out = choice.tolist()
     failed, message = [], ""
@@ -96,5 +98,8 @@ def probabilities(logits: torch.Tensor, params: list[SamplingParams]) -> torch.T
     try:
         probs, sorted_idx = _sorted_probs(logits, params)
     except Exception:  # noqa: BLE001 -- find the rows whose parameters caused it
-        raise _rows_at_fault(len(params), lambda r: _sorted_probs(logits[r:r + 1], [params[r]])) from None
+        fault = _rows_at_fault(len(params), lambda r: _sorted_probs(logits[r:r + 1], [params[r]]))
+        if not fault.rows:
+            raise  # no row fails alone: the batch's failure, not a request's
+        raise fault from None
     return torch.zeros_like(probs).scatter_(1, sorted_idx, probs)
