@@ -73,6 +73,12 @@ def test_non_standard_json_numbers_are_refused(server, constant):
     assert ok.status_code == 200
 
 
+def test_deeply_nested_json_with_nan_is_a_400(server):
+    body = b'{"prompt": ' + b"[" * 100_000 + b"NaN" + b"]" * 100_000 + b"}"
+    error = error_of(httpx.post(server.url + COMPLETIONS, content=body, headers={"content-type": "application/json"}), 400)
+    assert error["code"] == "invalid_json"
+
+
 def test_a_number_that_overflows_to_infinity_is_refused_naming_the_field(server):
     body = b'{"prompt": "x", "max_tokens": 2, "temperature": 1e400}'
     error = error_of(httpx.post(server.url + COMPLETIONS, content=body,

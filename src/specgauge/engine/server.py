@@ -246,6 +246,8 @@ def _non_standard_number(body: bytes) -> str | None:
     except ValueError as exc:
         if str(exc) in NON_STANDARD_NUMBERS:
             return str(exc)
+    except RecursionError:
+        pass  # nested too deep: the model's parser says so (400 invalid_json)
     return None
 
 
