@@ -338,6 +338,30 @@ def malformed_http(url: str, tally: Tally) -> None:
         tally.record(ok, f"{raw[:40]!r}: {answer[:60]!r}")
 
 
+def dechunk(raw: bytes) -> bytes:
+    """The payload of an HTTP/1.1 chunked body."""
+    out, rest = bytearray(), raw
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        rest = rest[size + 2:]
+    return bytes(out)
+
+
+def answered_whole(content: bytes, stream: bool) -> bool:
+    """A complete answer with no error object: a JSON body, or SSE events ending in [DONE]."""
+    try:
+        if not stream:
+            return "error" not in json.loads(content)
+        events = [line[6:] for line in content.split(b"\n") if line.startswith(b"data: ")]
+        return bool(events) and events[-1] == b"[DONE]" and all("error" not in json.loads(e) for e in events[:-1])
+    except ValueError:
+        return False
+
+
 async def _one_connection(host: str, port: int, n: int, deadline: float) -> tuple[bool, str]:
     route, body = [("/v1/completions", {"prompt": f"def f{n}(x):", "max_tokens": 8, "stream": n % 2 == 0}),
                    ("/v1/chat/completions", {"messages": [{"role": "user", "content": f"hi {n}"}], "max_tokens": 8,
@@ -355,10 +379,10 @@ async def _one_connection(host: str, port: int, n: int, deadline: float) -> tupl
         writer.close()
     except (OSError, asyncio.TimeoutError) as exc:
         return False, f"connection {n}: {type(exc).__name__}"
-    head = answer.split(b"\r\n\r\n", 1)[0]
+    head, _, raw_body = answer.partition(b"\r\n\r\n")
     if head.startswith(b"HTTP/1.1 200"):
-        complete = b"[DONE]" in answer if body.get("stream") else answer.rstrip().endswith(b"}")
-        return complete and b'"error"' not in answer, f"connection {n}: 200 but {answer[-120:]!r}"
+        content = dechunk(raw_body) if b"transfer-encoding: chunked" in head.lower() else raw_body
+        return answered_whole(content, bool(body.get("stream"))), f"connection {n}: 200 but {content[-160:]!r}"
     if head.startswith(b"HTTP/1.1 503") and b"retry-after" in head.lower():
         return True, "503"
     return False, f"connection {n}: {head[:80]!r}"
