@@ -142,3 +142,11 @@ def test_fields_at_their_off_value_are_accepted(client):
     done = client.completions.create(model="specgauge-target", prompt="hi", max_tokens=2, n=1, best_of=1,
                                      echo=False, presence_penalty=0, logprobs=0, suffix="")
     assert done.usage.completion_tokens >= 1
+
+
+def test_an_sdk_reply_appended_to_the_conversation_is_accepted(client):
+    messages = [{"role": "user", "content": "hi"}]
+    reply = client.chat.completions.create(model="specgauge-target", messages=messages, max_tokens=4)
+    messages += [reply.choices[0].message.model_dump(), {"role": "user", "content": "again"}]
+    again = client.chat.completions.create(model="specgauge-target", messages=messages, max_tokens=4)
+    assert again.usage.completion_tokens >= 1

@@ -120,6 +120,11 @@ class ChatMessage(_Body):
     name: only(None) = None
     tool_calls: only(None, []) = None
     tool_call_id: str | None = None                    # links a tool result to its call; not rendered
+    # what an SDK's assistant message carries back when a reply is appended to the conversation
+    refusal: only(None) = None
+    annotations: only(None, []) = None
+    audio: only(None) = None
+    function_call: only(None) = None
 
     def text(self) -> str:
         if isinstance(self.content, list):
