@@ -1,5 +1,7 @@
 """`specgauge serve` as a subprocess: EngineProcess start/stop, crash-at-start error, CLI errors."""
 
+import os
+import socket
 import subprocess
 import sys
 
@@ -68,3 +70,29 @@ def test_serve_without_the_engine_extra_names_it():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "pip install 'specgauge[engine]'" in result.stderr and "torch" in result.stderr
+
+
+def test_serve_on_a_busy_port_is_one_line_exit_2_before_loading(tiny_model_dir):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("serve", "--model", str(tiny_model_dir), "--port", str(port))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and f"127.0.0.1:{port}" in result.stderr and "in use" in result.stderr
+    assert "loading" not in result.stderr + result.stdout
+
+
+def test_serve_on_a_host_that_is_no_address_is_one_line_exit_2(tiny_model_dir):
+    result = run_cli("serve", "--model", str(tiny_model_dir), "--host", "999.1.1.1", "--port", "0")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and "--host 999.1.1.1" in result.stderr
+    assert "loading" not in result.stderr + result.stdout
+
+
+def test_api_key_from_the_environment(tiny_model_dir):
+    env = dict(os.environ, SPECGAUGE_API_KEY="from-env")
+    with EngineProcess(["--model", str(tiny_model_dir), "--threads", "1"], env=env) as proc:
+        assert "from-env" not in " ".join(proc.process.args)
+        assert httpx.get(proc.url + "/v1/models").status_code == 401
+        assert httpx.get(proc.url + "/v1/models", headers={"Authorization": "bearer from-env"}).status_code == 200

@@ -98,3 +98,35 @@ def test_template_raise_exception_surfaces_as_an_error(tiny_model_dir, tmp_path)
     assert tok.apply_chat_template([{"role": "user", "content": "hi"}]) == "hi"
     with pytest.raises(TemplateError, match="tool turns"):
         tok.apply_chat_template([{"role": "tool", "content": "{}"}])
+
+
+def test_sampling_failures_name_the_rows_at_fault_or_fail_the_batch(monkeypatch):
+    import pytest
+    import torch
+
+    from specgauge.engine import sampling
+    from specgauge.engine.sampling import SamplingError, SamplingParams, make_generator, sample
+
+    params = [SamplingParams(temperature=1.0, seed=i) for i in range(3)]
+    logits = torch.randn(3, 50)
+    real = sampling._sorted_probs
+
+    def fails_for_seed_1(rows, row_params):
+        if any(p.seed == 1 for p in row_params):
+            raise RuntimeError("bad row")
+        return real(rows, row_params)
+
+    monkeypatch.setattr(sampling, "_sorted_probs", fails_for_seed_1)
+    with pytest.raises(SamplingError) as info:
+        sample(logits, params, [make_generator(p, "cpu") for p in params])
+    assert info.value.rows == [1] and "bad row" in str(info.value)
+
+    def fails_for_batches(rows, row_params):
+        if len(row_params) > 1:
+            raise RuntimeError("batch only")
+        return real(rows, row_params)
+
+    monkeypatch.setattr(sampling, "_sorted_probs", fails_for_batches)
+    with pytest.raises(RuntimeError, match="batch only") as info:  # no request to blame: not a SamplingError
+        sample(logits, params, [make_generator(p, "cpu") for p in params])
+    assert not isinstance(info.value, SamplingError)

@@ -73,3 +73,80 @@ def test_sdk_sees_openai_errors(client):
     assert info.value.body["param"] == "temperature"
     with pytest.raises(openai.NotFoundError):
         client.completions.create(model="gpt-9", prompt="x", max_tokens=5)
+
+
+def test_models_retrieve_finds_the_served_model_and_404s_others(client):
+    assert client.models.retrieve("specgauge-target").id == "specgauge-target"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-4o")
+
+
+def test_the_developer_role_is_read_as_system(client):
+    def reply(role):
+        return client.chat.completions.create(
+            model="specgauge-target", messages=[{"role": role, "content": "Answer in one word."},
+                                                {"role": "user", "content": "hi"}],
+            max_tokens=8, temperature=0).choices[0].message.content
+    assert reply("developer") == reply("system")
+
+
+CHAT_UNSUPPORTED = [
+    ("tools", {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}),
+    ("tools", {"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"}),
+    ("tool_choice", {"tool_choice": "required"}),
+    ("response_format", {"response_format": {"type": "json_object"}}),
+    ("presence_penalty", {"presence_penalty": 0.5}),
+    ("frequency_penalty", {"frequency_penalty": -1}),
+    ("top_logprobs", {"top_logprobs": 3}),
+    ("logprobs", {"logprobs": True}),
+    ("logit_bias", {"logit_bias": {"5": 10}}),
+    ("n", {"n": 2}),
+    ("temperature", {"temperature": 3}),
+]
+
+
+@pytest.mark.parametrize("field,extra", CHAT_UNSUPPORTED, ids=[f for f, _ in CHAT_UNSUPPORTED])
+def test_chat_fields_the_engine_does_not_honour_are_refused_naming_them(client, field, extra):
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model="specgauge-target", messages=[{"role": "user", "content": "hi"}],
+                                       max_tokens=2, **extra)
+    assert info.value.status_code == 400 and info.value.body["param"] == field
+    assert field in info.value.body["message"]
+
+
+COMPLETION_UNSUPPORTED = [
+    ("echo", {"echo": True}),
+    ("suffix", {"suffix": "end"}),
+    ("best_of", {"best_of": 3}),
+    ("presence_penalty", {"presence_penalty": 1.0}),
+    ("logprobs", {"logprobs": 2}),
+    ("temperature", {"temperature": 2.5}),
+    ("not_a_field", {"extra_body": {"not_a_field": 1}}),
+    ("repetition_penalty", {"extra_body": {"repetition_penalty": 1.2}}),
+]
+
+
+@pytest.mark.parametrize("field,extra", COMPLETION_UNSUPPORTED, ids=[f for f, _ in COMPLETION_UNSUPPORTED])
+def test_completion_fields_the_engine_does_not_honour_are_refused_naming_them(client, field, extra):
+    with pytest.raises(openai.BadRequestError) as info:
+        client.completions.create(model="specgauge-target", prompt="hi", max_tokens=2, **extra)
+    assert info.value.body["param"] == field and field in info.value.body["message"]
+
+
+def test_fields_at_their_off_value_are_accepted(client):
+    chat = client.chat.completions.create(
+        model="specgauge-target", messages=[{"role": "user", "content": "hi"}], max_tokens=2, n=1,
+        presence_penalty=0, frequency_penalty=0.0, logprobs=False, top_logprobs=0, tool_choice="none",
+        response_format={"type": "text"}, user="u1", metadata={"k": "v"}, store=False, seed=7)
+    assert chat.usage.completion_tokens >= 1
+    done = client.completions.create(model="specgauge-target", prompt="hi", max_tokens=2, n=1, best_of=1,
+                                     echo=False, presence_penalty=0, logprobs=0, suffix="")
+    assert done.usage.completion_tokens >= 1
+
+
+def test_an_sdk_reply_appended_to_the_conversation_is_accepted(client):
+    messages = [{"role": "user", "content": "hi"}]
+    reply = client.chat.completions.create(model="specgauge-target", messages=messages, max_tokens=4)
+    messages += [reply.choices[0].message.model_dump(), {"role": "user", "content": "again"}]
+    again = client.chat.completions.create(model="specgauge-target", messages=messages, max_tokens=4)
+    assert again.usage.completion_tokens >= 1

@@ -48,11 +48,18 @@ def _positive(ctx, param, value):
               help="Tokens per KV block.")
 @click.option("--num-blocks", type=int, default=None, callback=_positive,
               help="KV blocks in the pool (default: sized from the running limit and context).")
-@click.option("--api-key", default=None, help="Require 'Authorization: Bearer KEY' on every route but /health.")
+@click.option("--api-key", default=None, envvar="SPECGAUGE_API_KEY", show_envvar=True,
+              help="Require 'Authorization: Bearer KEY' on every route but /health (the environment "
+                   "variable keeps the key out of `ps`).")
 @click.option("--incremental-streaming-output", is_flag=True,
               help="/generate streams text deltas instead of cumulative text (SGLang's flag).")
 @click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True, callback=_positive,
               help="Largest request body accepted (413 beyond).")
+@click.option("--header-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              help="Seconds a connection has to send a request's whole head (from its start or its previous "
+                   "response); then it is closed.")
+@click.option("--keep-alive-timeout", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Seconds an idle keep-alive connection is kept open (uvicorn's timeout_keep_alive).")
 @click.option("--threads", type=int, default=None, callback=_positive, help="torch CPU threads.")
 @click.option("--speculative-algorithm", type=click.Choice(["NONE", "EAGLE3", "NGRAM"], case_sensitive=False),
               default="NONE", show_default=True,
@@ -75,7 +82,8 @@ def _positive(ctx, param, value):
 def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight_packing: str, served_model_name: str,
           max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
           max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
-          incremental_streaming_output: bool, max_body_bytes: int, threads: int | None,
+          incremental_streaming_output: bool, max_body_bytes: int, header_timeout: float,
+          keep_alive_timeout: int, threads: int | None,
           speculative_algorithm: str, speculative_draft_model_path: Path | None, speculative_num_steps: int,
           speculative_eagle_topk: int, speculative_num_draft_tokens: int | None,
           speculative_disable_above: int | None, speculative_min_draft_prob: float,
@@ -89,7 +97,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
         raise UserError(f"no model at {model_dir}: {hint}; pass --model DIR")
     from specgauge.engine.engine import Engine, EngineConfig
     from specgauge.engine.scheduler import SchedulerConfig
-    from specgauge.engine.server import ServerSettings, serve_forever
+    from specgauge.engine.server import ServerSettings, bind_or_explain, serve_forever
     from specgauge.engine.speculative.config import SpeculativeConfig
 
     config = EngineConfig(
@@ -105,11 +113,17 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
             min_draft_prob=speculative_min_draft_prob),
     )
     config.validate()  # bad flags fail with one line before anything loads
+    sock = bind_or_explain(host, port)  # a busy port or a bad host, too
     print(f"loading {model_dir} on {device} ...", file=sys.stderr, flush=True)
-    engine = Engine(config)
+    try:
+        engine = Engine(config)
+    except BaseException:
+        sock.close()
+        raise
     settings = ServerSettings(served_model_name=served_model_name, api_key=api_key, max_body_bytes=max_body_bytes,
-                              incremental_streaming_output=incremental_streaming_output)
-    serve_forever(engine, settings, host, port, on_ready=lambda url: print(READY_PREFIX + url, flush=True))
+                              incremental_streaming_output=incremental_streaming_output,
+                              header_timeout_s=header_timeout, keep_alive_timeout_s=keep_alive_timeout)
+    serve_forever(engine, settings, sock, on_ready=lambda url: print(READY_PREFIX + url, flush=True))
 
 
 def register(app: click.Group) -> None:

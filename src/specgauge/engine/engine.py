@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 import traceback
+import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,8 @@ from specgauge.engine.metrics import EngineMetrics
 from specgauge.engine.model import load_model
 from specgauge.engine.model_runner import ModelRunner
 from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import Request, RequestUpdate, Scheduler, SchedulerConfig
+from specgauge.engine.scheduler import (Request, RequestError, RequestUpdate, ScheduledBatch, Scheduler,
+                                        SchedulerConfig)
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.runner import is_steady
 from specgauge.engine.speculative.stats import SpecStats
@@ -176,15 +178,12 @@ class Engine:
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._counter = 0
-        self._lock = threading.Lock()
         self._outbox: list[tuple[Sink, StreamEvent]] = []
 
     # -- any thread ---------------------------------------------------------------------
     def new_request_id(self, prefix: str = "req") -> str:
-        with self._lock:
-            self._counter += 1
-            return f"{prefix}-{self._counter}"
+        """A fresh id no caller can guess or squat (uuid4)."""
+        return f"{prefix}-{uuid.uuid4().hex}"
 
     def submit(self, request_id: str, prompt_ids: list[int], params: SamplingParams, sink: Sink) -> None:
         """Queue a request; its events go to ``sink``.
@@ -217,6 +216,24 @@ class Engine:
     def check_integrity(self) -> None:
         """Assert the KV pool is consistent (run in the engine thread)."""
         self.call(lambda engine: engine.blocks.check_integrity())
+
+    def kv_audit(self) -> dict:
+        """The KV pool checked whole in the engine thread (``BlockManager.check_integrity``: free +
+        used == total, every ref count exact): its counts, and ``error`` when the check failed."""
+        def audit(engine: "Engine") -> dict:
+            blocks = engine.blocks
+            owned = {block for table in blocks.tables.values() for block in table.blocks}
+            counts = {"kv_blocks_total": blocks.num_blocks, "kv_blocks_free": blocks.num_free_blocks,
+                      "kv_blocks_used": len(owned), "requests_holding_blocks": len(blocks.tables),
+                      "num_running_reqs": len(engine.scheduler.running),
+                      "num_waiting_reqs": len(engine.scheduler.waiting)}
+            try:
+                blocks.check_integrity()
+            except Exception as exc:  # noqa: BLE001 -- reported, not raised: this is a probe
+                return {**counts, "whole": False, "error": str(exc)}
+            return {**counts, "whole": True, "error": None}
+
+        return self.call(audit)
 
     def snapshot(self) -> dict:
         """Counters for /server_info (read without locking: plain ints)."""
@@ -262,13 +279,30 @@ class Engine:
         batch = self.scheduler.schedule()
         if not batch:
             return []
-        outputs = self.runner.run(batch) if batch.seqs else []
+        try:
+            outputs = self.runner.run(batch) if batch.seqs else []
+        except RequestError as exc:
+            if not set(exc.request_ids) & {seq.request.request_id for seq in batch.seqs}:
+                raise  # blames no request of this step: a failure of the step (all its requests fail)
+            return self._isolate_failure(batch, exc)
         updates = self.scheduler.postprocess(batch, outputs)
         elapsed = time.perf_counter() - start
         self.metrics.observe_step(elapsed, batch, updates)
         if self.controller is not None and batch.seqs:
             self._observe_speculation(elapsed, updates)
         return updates
+
+    def _isolate_failure(self, batch: ScheduledBatch, exc: RequestError) -> list[RequestUpdate]:
+        """A step failed because of some requests: they fail with the error; the others go back
+        to the front of the queue with their output kept, and their step is redone (from freshly
+        recomputed KV, so nothing the failed step half-wrote is read)."""
+        culprits = set(exc.request_ids)
+        log.warning("request(s) %s failed in a step: %s", ", ".join(sorted(culprits)), exc)
+        for seq in batch.seqs:
+            if seq.request.request_id in culprits:
+                self._fail(seq.request, f"request failed: {exc}")
+        self.scheduler.retry([seq.request for seq in batch.seqs if seq.request.request_id not in culprits])
+        return self.scheduler.postprocess(ScheduledBatch([], [], batch.rejected), [])
 
     def _observe_speculation(self, elapsed: float, updates: list[RequestUpdate]) -> None:
         report = self.runner.last
@@ -323,9 +357,13 @@ class Engine:
 
     def _fail_all(self, message: str) -> None:
         for request in list(self.scheduler.running) + list(self.scheduler.waiting):
-            self.scheduler.abort(request.request_id)
-            request.finish_reason = "error"
-            self._emit(request, "", [], True, error=message)
+            self._fail(request, message)
+
+    def _fail(self, request: Request, message: str) -> None:
+        """End ``request`` with an error event; its blocks are freed at once."""
+        self.scheduler.abort(request.request_id)
+        request.finish_reason = "error"
+        self._emit(request, "", [], True, error=message)
 
     def _flush(self) -> None:
         """Hand this iteration's events over: one ``call_soon_threadsafe`` per event loop, not per event."""

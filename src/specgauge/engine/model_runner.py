@@ -13,8 +13,26 @@ import torch
 from specgauge.engine.block_manager import BlockManager
 from specgauge.engine.kv_cache import ForwardBatch, KVCache, build_group, width_bucket
 from specgauge.engine.model import LlamaForCausalLM
-from specgauge.engine.sampling import make_generator, sample
-from specgauge.engine.scheduler import ScheduledBatch, ScheduledSeq, SeqOutput
+from specgauge.engine.sampling import SamplingError, make_generator, sample
+from specgauge.engine.scheduler import Request, RequestError, ScheduledBatch, ScheduledSeq, SeqOutput
+
+
+def ensure_generator(request: Request, device: torch.device) -> None:
+    """Give a sampled request its random stream once; a failure is that request's alone."""
+    if request.generator is None and not request.params.greedy:
+        try:
+            request.generator = make_generator(request.params, device)
+        except Exception as exc:  # noqa: BLE001 -- its seed or device: fail this request only
+            raise RequestError([request.request_id], f"{type(exc).__name__}: {exc}") from None
+
+
+def sample_requests(logits: torch.Tensor, requests: list[Request]) -> list[int]:
+    """One token per row of ``logits`` (M, V) for ``requests`` (one per row); a failure names
+    the requests whose rows caused it (:class:`RequestError`)."""
+    try:
+        return sample(logits, [r.params for r in requests], [r.generator for r in requests])
+    except SamplingError as exc:
+        raise RequestError([requests[row].request_id for row in exc.rows], str(exc)) from None
 
 
 class ModelRunner:
@@ -82,9 +100,7 @@ class ModelRunner:
         tokens: dict[int, int] = {}
         if sampling_seqs:
             for seq in sampling_seqs:
-                if seq.request.generator is None and not seq.request.params.greedy:
-                    seq.request.generator = make_generator(seq.request.params, self.device)
-            picked = sample(logits, [s.request.params for s in sampling_seqs],
-                            [s.request.generator for s in sampling_seqs])
+                ensure_generator(seq.request, self.device)
+            picked = sample_requests(logits, [s.request for s in sampling_seqs])
             tokens = {id(seq): token for seq, token in zip(sampling_seqs, picked)}
         return [SeqOutput([tokens[id(seq)]] if id(seq) in tokens else [], seq.num_new) for seq in batch.seqs]

@@ -8,7 +8,27 @@ import torch
 
 from specgauge.engine.sampling_params import SamplingParams
 
-__all__ = ["SamplingParams", "make_generator", "sample", "probabilities"]
+__all__ = ["SamplingParams", "SamplingError", "make_generator", "sample", "probabilities"]
+
+
+class SamplingError(Exception):
+    """Sampling failed for some rows of a batch (their parameters); ``rows`` says which."""
+
+    def __init__(self, rows: list[int], message: str) -> None:
+        super().__init__(message)
+        self.rows = rows
+
+
+def _rows_at_fault(count: int, attempt) -> SamplingError:
+    """Redo a batched computation one row at a time: the rows whose own attempt raises."""
+    rows, message = [], ""
+    for row in range(count):
+        try:
+            attempt(row)
+        except Exception as exc:  # noqa: BLE001 -- any failure of that row's own computation
+            rows.append(row)
+            message = message or f"{type(exc).__name__}: {exc}"
+    return SamplingError(rows, message)
 
 
 def make_generator(params: SamplingParams, device: torch.device | str) -> torch.Generator | None:
@@ -22,16 +42,33 @@ def make_generator(params: SamplingParams, device: torch.device | str) -> torch.
 
 def sample(logits: torch.Tensor, params: list[SamplingParams],
            generators: list[torch.Generator | None]) -> list[int]:
-    """Pick one token per row of ``logits`` (M, V) under each row's parameters."""
+    """Pick one token per row of ``logits`` (M, V) under each row's parameters.
+
+    Raises :class:`SamplingError` naming the rows whose sampling failed (the others' rows are
+    not at fault), so that the engine fails those requests only."""
     choice = logits.argmax(dim=-1)  # (M,)
     rows = [i for i, p in enumerate(params) if not p.greedy]
     if not rows:
         return choice.tolist()
-    probs, sorted_idx = _sorted_probs(logits[rows], [params[i] for i in rows])
+    try:
+        probs, sorted_idx = _sorted_probs(logits[rows], [params[i] for i in rows])
+    except Exception:  # noqa: BLE001 -- find the rows whose parameters caused it
+        fault = _rows_at_fault(len(rows), lambda r: _sorted_probs(logits[rows[r]:rows[r] + 1], [params[rows[r]]]))
+        if not fault.rows:
+            raise  # no row fails alone: the batch's failure, not a request's
+        raise SamplingError([rows[r] for r in fault.rows], str(fault)) from None
     out = choice.tolist()
+    failed, message = [], ""
     for row, i in enumerate(rows):
-        pick = torch.multinomial(probs[row], 1, generator=generators[i])
+        try:
+            pick = torch.multinomial(probs[row], 1, generator=generators[i])
+        except Exception as exc:  # noqa: BLE001 -- this row's distribution or generator
+            failed.append(i)
+            message = message or f"{type(exc).__name__}: {exc}"
+            continue
         out[i] = int(sorted_idx[row, pick])
+    if failed:
+        raise SamplingError(failed, message)
     return out
 
 
@@ -55,6 +92,14 @@ def _sorted_probs(logits: torch.Tensor, params: list[SamplingParams]) -> tuple[t
 
 def probabilities(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
     """The distribution each row of ``logits`` (R, V) is sampled from under its (non-greedy)
-    parameters, in vocabulary order (R, V): what speculative verification accepts against."""
-    probs, sorted_idx = _sorted_probs(logits, params)
+    parameters, in vocabulary order (R, V): what speculative verification accepts against.
+
+    Raises :class:`SamplingError` naming the rows at fault."""
+    try:
+        probs, sorted_idx = _sorted_probs(logits, params)
+    except Exception:  # noqa: BLE001 -- find the rows whose parameters caused it
+        fault = _rows_at_fault(len(params), lambda r: _sorted_probs(logits[r:r + 1], [params[r]]))
+        if not fault.rows:
+            raise  # no row fails alone: the batch's failure, not a request's
+        raise fault from None
     return torch.zeros_like(probs).scatter_(1, sorted_idx, probs)

@@ -45,6 +45,15 @@ class TextChecker(Protocol):
     def flush(self) -> str: ...
 
 
+class RequestError(Exception):
+    """A step failed because of particular requests (their sampling parameters, their random
+    stream): the engine fails those requests alone and redoes the step for the others."""
+
+    def __init__(self, request_ids: list[str], message: str) -> None:
+        super().__init__(message)
+        self.request_ids = list(request_ids)
+
+
 @dataclass
 class Request:
     """One generation request as the engine tracks it."""
@@ -276,6 +285,14 @@ class Scheduler:
         self.blocks.grow(request.request_id, num_tokens)
         return True
 
+    def retry(self, requests: list[Request]) -> None:
+        """Put running ``requests`` back at the front of the waiting queue (in their order), their
+        KV freed and their output kept, as a preemption does: a failed step is redone for them
+        from a state that nothing the failed step wrote can have touched."""
+        for request in reversed(requests):
+            if request.status == Status.RUNNING:
+                self._preempt(request, counted=False)
+
     def _check_finish(self, request: Request, token: int) -> str | None:
         params = request.params
         if not params.ignore_eos and token in request.eos_token_ids:
@@ -288,14 +305,14 @@ class Scheduler:
             return "length"
         return None
 
-    def _preempt(self, request: Request) -> None:
+    def _preempt(self, request: Request, counted: bool = True) -> None:
         self.running.remove(request)
         self.blocks.free(request.request_id)
         request.num_computed = 0
         request.draft_state = None  # the draft KV went with the blocks
         request.status = Status.WAITING
         self.waiting.appendleft(request)
-        self.num_preemptions += 1
+        self.num_preemptions += counted
 
     def _finish(self, request: Request, reason: str) -> None:
         self.blocks.free(request.request_id)

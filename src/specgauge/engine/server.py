@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import hmac
+import json
 import logging
 import socket
 import threading
@@ -25,11 +27,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from specgauge import __version__
 from specgauge.engine.engine import Engine, StreamEvent
 from specgauge.engine.protocol import ChatCompletionRequest, CompletionRequest, GenerateRequest
 from specgauge.engine.sampling_params import SamplingParams
+from specgauge.errors import UserError
 
 
 log = logging.getLogger("specgauge.engine.server")
@@ -44,6 +48,8 @@ class ServerSettings:
     max_body_bytes: int = 1 << 20
     incremental_streaming_output: bool = False   # SGLang's flag: /generate text deltas, not cumulative
     retry_after_s: int = 1
+    header_timeout_s: float = 10.0      # a connection must send a request's whole head within this
+    keep_alive_timeout_s: int = 5       # an idle keep-alive connection is closed after this (uvicorn's default)
 
 
 class APIError(Exception):
@@ -69,10 +75,12 @@ def merge_events(first: StreamEvent, second: StreamEvent) -> StreamEvent:
 
 
 class RequestHandle:
-    """The asyncio side of one engine request: an event queue and a guaranteed abort."""
+    """The asyncio side of one engine request: an event queue and a guaranteed abort.
 
-    def __init__(self, client: "EngineClient", request_id: str, prompt_ids: list[int]) -> None:
-        self.client, self.request_id, self.prompt_ids = client, request_id, prompt_ids
+    ``request_id`` is the engine's key; ``public_id`` the id the caller sees (its own ``rid``)."""
+
+    def __init__(self, client: "EngineClient", request_id: str, public_id: str, prompt_ids: list[int]) -> None:
+        self.client, self.request_id, self.public_id, self.prompt_ids = client, request_id, public_id, prompt_ids
         self.queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
         self.finished = False
         self.started = time.perf_counter()
@@ -114,7 +122,11 @@ class LoopSink:
 
 
 class EngineClient:
-    """Admission on the event loop: a bounded number of requests in flight (running + waiting)."""
+    """Admission on the event loop: a bounded number of requests in flight (running + waiting).
+
+    Engine keys live in two namespaces that cannot meet: ``rid:<caller's rid>`` for ids a caller
+    chose (SGLang's ``rid``) and ``auto:<uuid4>`` for the others, so no caller can squat another
+    request's id; a caller reusing its own rid while it is in flight fails alone (409)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -123,15 +135,17 @@ class EngineClient:
         self.in_flight: set[str] = set()
 
     def submit(self, prompt_ids: list[int], params: SamplingParams, retry_after_s: int,
-               request_id: str | None = None) -> RequestHandle:
+               rid: str | None = None) -> RequestHandle:
         if len(self.in_flight) >= self.capacity:
             raise APIError(503, f"server is full ({len(self.in_flight)} requests in flight); retry later",
                            code="queue_full", error_type="server_error",
                            headers={"Retry-After": str(retry_after_s)})
-        request_id = request_id or self.engine.new_request_id()
+        public_id = rid if rid is not None else uuid.uuid4().hex
+        request_id = f"rid:{rid}" if rid is not None else f"auto:{public_id}"
         if request_id in self.in_flight:
-            raise APIError(400, f"request id {request_id!r} is already in flight", param="rid")
-        handle = RequestHandle(self, request_id, prompt_ids)
+            raise APIError(409, f"rid {rid!r} is already in flight (a request id must be unique)", param="rid",
+                           code="duplicate_rid")
+        handle = RequestHandle(self, request_id, public_id, prompt_ids)
         self.in_flight.add(request_id)
         self.engine.submit(request_id, prompt_ids, params, LoopSink(asyncio.get_running_loop(), handle.queue))
         return handle
@@ -141,16 +155,23 @@ class EngineClient:
 
 
 class APIKeyMiddleware:
-    """Plain ASGI middleware (no per-chunk cost on streams): every route but /health needs the key."""
+    """Plain ASGI middleware (no per-chunk cost on streams): every route but /health needs the key.
+
+    ``Authorization: Bearer <key>``, the scheme in any case (RFC 9110 §11.1: schemes are
+    case-insensitive)."""
 
     def __init__(self, app, api_key: str) -> None:
         self.app = app
-        self.expected = f"Bearer {api_key}".encode()
+        self.expected = api_key.encode()
+
+    def authorized(self, header: bytes) -> bool:
+        scheme, _, token = header.strip().partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.expected)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["path"] != "/health":
             given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            if not self.authorized(given):
                 response = APIError(401, "missing or wrong API key (send Authorization: Bearer <key>)",
                                     code="invalid_api_key", error_type="authentication_error").response()
                 await response(scope, receive, send)
@@ -196,14 +217,56 @@ def _validation_error(exc: ValidationError, model: type[BaseModel]) -> APIError:
     if first["type"] == "json_invalid":
         return APIError(400, f"malformed JSON body: {first.get('ctx', {}).get('error', first['msg'])}",
                         code="invalid_json")
+    if first["type"] == "extra_forbidden":  # a field this server does not know: refused, never ignored
+        param = ".".join(str(part) for part in first["loc"])
+        return APIError(400, f"{param}: unrecognized field (this server does not support it)", param=param,
+                        code="unsupported_field")
     param = _param_path(model, tuple(first["loc"]))
     where = param or "request body"
-    return APIError(400, f"{where}: {first['msg']}", param=param, code="invalid_value")
+    message = first["msg"].removeprefix("Value error, ")
+    code = "unsupported_field" if message.startswith("not supported by this server") else "invalid_value"
+    return APIError(400, f"{where}: {message}", param=param, code=code)
+
+
+NON_STANDARD_NUMBERS = ("NaN", "Infinity", "-Infinity")
+
+
+def _refuse_constant(name: str):
+    raise ValueError(name)
+
+
+def _non_standard_number(body: bytes) -> str | None:
+    """``NaN``/``Infinity``/``-Infinity`` outside strings (Python's and JavaScript's extensions,
+    not JSON — RFC 8259 §6); None when the body has none. Only bodies that contain the words are
+    parsed a second time."""
+    if b"NaN" not in body and b"Infinity" not in body:
+        return None
+    try:
+        json.loads(body, parse_constant=_refuse_constant)
+    except ValueError as exc:
+        if str(exc) in NON_STANDARD_NUMBERS:
+            return str(exc)
+    except RecursionError:
+        pass  # nested too deep: the model's parser says so (400 invalid_json)
+    return None
+
+
+class ClientGone(Exception):
+    """The client hung up while its request body was being read."""
+
+
+def _openapi_body(model: type[BaseModel]) -> tuple[dict, dict]:
+    """A route's OpenAPI ``requestBody`` from its pydantic model, and the schemas it refers to."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = schema.pop("$defs", {})
+    body = {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+    return body, defs
 
 
 def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
     """The FastAPI application serving ``engine``."""
-    app = FastAPI(title="specgauge engine", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="specgauge engine", version=__version__, docs_url=None, redoc_url=None,
+                  openapi_url="/openapi.json")
     client = EngineClient(engine)
     tokenizer = engine.tokenizer
     app.state.engine, app.state.client, app.state.settings = engine, client, settings
@@ -216,6 +279,11 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
         return APIError(exc.status_code, str(exc.detail), code=code).response()
+
+    @app.exception_handler(ClientGone)
+    async def _client_gone(_: Request, exc: ClientGone) -> Response:
+        log.info("client disconnected while sending its request body")
+        return Response(status_code=499)  # nobody reads it: the connection is gone
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -235,11 +303,18 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         if declared and declared.isdigit() and int(declared) > settings.max_body_bytes:
             raise APIError(413, f"request body over the limit of {settings.max_body_bytes} bytes", code="body_too_large")
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > settings.max_body_bytes:
-                raise APIError(413, f"request body over the limit of {settings.max_body_bytes} bytes",
-                               code="body_too_large")
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > settings.max_body_bytes:
+                    raise APIError(413, f"request body over the limit of {settings.max_body_bytes} bytes",
+                                   code="body_too_large")
+        except ClientDisconnect:
+            raise ClientGone() from None
+        constant = _non_standard_number(bytes(body))
+        if constant is not None:
+            raise APIError(400, f"malformed JSON body: {constant} is not a JSON number (RFC 8259)",
+                           code="invalid_json")
         try:
             return model.model_validate_json(bytes(body))
         except ValidationError as exc:
@@ -321,7 +396,7 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         body = await parse(request, ChatCompletionRequest if chat else CompletionRequest)
         check_model(body.model)
         if chat:
-            messages = [{"role": m.role, "content": m.text()} for m in body.messages]
+            messages = [{"role": m.template_role, "content": m.text()} for m in body.messages]
             try:
                 rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
             except Exception as exc:  # a template may refuse a conversation (raise_exception)
@@ -387,19 +462,35 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
-    @app.post("/v1/completions")
+    schemas: dict = {}
+
+    def documented(model: type[BaseModel]) -> dict:
+        """``openapi_extra`` for a route that reads ``model`` from its body (the routes parse the
+        body themselves, to answer OpenAI-style errors)."""
+        body, defs = _openapi_body(model)
+        schemas.update(defs)
+        return body
+
+    @app.post("/v1/completions", openapi_extra=documented(CompletionRequest))
     async def completions(request: Request):
         return await openai_route(request, chat=False)
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", openapi_extra=documented(ChatCompletionRequest))
     async def chat_completions(request: Request):
         return await openai_route(request, chat=True)
 
+    def model_card() -> dict:
+        return {"id": settings.served_model_name, "object": "model", "created": 0, "owned_by": "specgauge",
+                "max_model_len": engine.max_model_len}
+
     @app.get("/v1/models")
     async def models():
-        return {"object": "list", "data": [{"id": settings.served_model_name, "object": "model",
-                                            "created": 0, "owned_by": "specgauge",
-                                            "max_model_len": engine.max_model_len}]}
+        return {"object": "list", "data": [model_card()]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def retrieve_model(model_id: str):
+        check_model(model_id)
+        return model_card()
 
     def meta_info(handle: RequestHandle, event: StreamEvent, max_new_tokens: int) -> dict:
         finish = None
@@ -410,13 +501,13 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
                 finish = {"type": "stop", "matched": event.matched_stop}
             else:
                 finish = {"type": "abort", "message": event.error or event.finish_reason}
-        info = {"id": handle.request_id, "finish_reason": finish, "prompt_tokens": len(handle.prompt_ids),
+        info = {"id": handle.public_id, "finish_reason": finish, "prompt_tokens": len(handle.prompt_ids),
                 "completion_tokens": event.completion_tokens, "cached_tokens": 0,
                 "e2e_latency": time.perf_counter() - handle.started}
         info.update(spec_fields(event))
         return info
 
-    @app.post("/generate")
+    @app.post("/generate", openapi_extra=documented(GenerateRequest))
     async def generate(request: Request):
         body = await parse(request, GenerateRequest)
         if (body.text is None) == (body.input_ids is None):
@@ -426,7 +517,7 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         check_prompt(prompt_ids, param)
         sp = body.sampling_params
         max_new = resolve_max_tokens(prompt_ids, sp.max_new_tokens, None, "sampling_params.max_new_tokens")
-        handle = client.submit(prompt_ids, sampling(sp, max_new), settings.retry_after_s, request_id=body.rid)
+        handle = client.submit(prompt_ids, sampling(sp, max_new), settings.retry_after_s, rid=body.rid)
         if not body.stream:
             text, last, tokens = await collect(request, handle)
             return JSONResponse({"text": text, "output_ids": tokens, "meta_info": meta_info(handle, last, max_new)})
@@ -483,6 +574,12 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
     async def server_info_route():
         return server_info()
 
+    @app.get("/debug/kv_blocks")
+    def kv_blocks():  # a plain def: FastAPI runs it in a worker thread while the engine answers
+        """The KV pool checked in the engine thread: free + used == total (``whole``), with counts."""
+        audit = engine.kv_audit()
+        return JSONResponse(audit, status_code=200 if audit["whole"] else 500)
+
     @app.get("/health")
     async def health():
         if not engine.alive:
@@ -493,16 +590,43 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
     async def metrics():
         return Response(engine.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    openapi = app.openapi
+
+    def openapi_with_bodies() -> dict:
+        document = openapi()
+        document.setdefault("components", {}).setdefault("schemas", {}).update(schemas)
+        return document
+
+    app.openapi = openapi_with_bodies
     return app
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening-ready TCP socket (``port`` 0: the OS picks a free one)."""
+    """A listening-ready TCP socket (``port`` 0: the OS picks a free one).
+
+    Raises OSError (``socket.gaierror`` for a host that does not resolve); see :func:`bind_or_explain`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
     return sock
+
+
+def bind_or_explain(host: str, port: int) -> socket.socket:
+    """:func:`bind_socket`, or a one-line :class:`UserError` saying why the address is unusable."""
+    try:
+        return bind_socket(host, port)
+    except socket.gaierror as exc:
+        raise UserError(f"--host {host}: not an address this machine can bind ({exc.strerror})") from None
+    except OverflowError as exc:
+        raise UserError(f"--port {port}: {exc}") from None
+    except OSError as exc:
+        reason = "already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise UserError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def url_of(sock: socket.socket) -> str:
@@ -510,20 +634,90 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _uvicorn_server(app: FastAPI):
+MAX_HEAD_BYTES = 64 * 1024   # a request line + headers longer than this: 431 (llhttp sets no limit)
+HEAD_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                  b"connection: close\r\ncontent-length: 32\r\n\r\nRequest header fields too large.")
+
+
+def header_timeout_protocol(timeout_s: float) -> type:
+    """uvicorn's HTTP protocol (httptools, else h11) closing a connection that has not sent a whole
+    request head within ``timeout_s`` — counted from the connection's start, or from the end of
+    its previous response (keep-alive). uvicorn's own ``timeout_keep_alive`` starts only after a
+    response, so a client sending half a header, or a byte a minute, would otherwise hold a
+    connection forever (uvicorn/protocols/http/httptools_impl.py: the timer is armed in
+    ``on_response_complete`` and cancelled in ``data_received``).
+
+    With httptools, a head over ``MAX_HEAD_BYTES`` is answered 431 and closed (httptools, unlike
+    h11's ``h11_max_incomplete_event_size``, buffers headers without a limit)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    counts_head = hasattr(AutoHTTPProtocol, "on_headers_complete")  # httptools' parser callback
+
+    class HeaderTimeoutProtocol(AutoHTTPProtocol):
+        _head_timer: asyncio.TimerHandle | None = None
+        _head_bytes: int | None = 0        # bytes of the request head so far; None once it is complete
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm_head_timer()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if counts_head and self._head_bytes is not None and not self.transport.is_closing():
+                self._head_bytes += len(data)
+                if self._head_bytes > MAX_HEAD_BYTES:
+                    self.transport.write(HEAD_TOO_LARGE)
+                    self.transport.close()
+
+        def on_headers_complete(self) -> None:
+            self._head_bytes = None
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._head_bytes = 0
+            self._arm_head_timer()
+
+        def connection_lost(self, exc) -> None:
+            self._cancel_head_timer()
+            super().connection_lost(exc)
+
+        def _cancel_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _arm_head_timer(self) -> None:
+            self._cancel_head_timer()
+            if not self.transport.is_closing():
+                self._head_timer = self.loop.call_later(timeout_s, self._head_timed_out)
+
+        def _head_timed_out(self) -> None:
+            self._head_timer = None
+            waiting_for_head = self.cycle is None or self.cycle.response_complete
+            if waiting_for_head and not self.transport.is_closing():
+                log.info("closed a connection that sent no complete request head within %.0fs", timeout_s)
+                self.transport.close()
+
+    return HeaderTimeoutProtocol
+
+
+def _uvicorn_server(app: FastAPI, settings: ServerSettings):
     import uvicorn
 
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=3)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=3,
+                            timeout_keep_alive=settings.keep_alive_timeout_s,
+                            http=header_timeout_protocol(settings.header_timeout_s))
     return uvicorn.Server(config)
 
 
-def serve_forever(engine: Engine, settings: ServerSettings, host: str, port: int,
+def serve_forever(engine: Engine, settings: ServerSettings, sock: socket.socket,
                   on_ready: Callable[[str], None] = print) -> None:
-    """Start the engine thread and serve HTTP in the foreground until SIGINT/SIGTERM."""
-    sock = bind_socket(host, port)
+    """Start the engine thread and serve HTTP on ``sock`` (from :func:`bind_or_explain`, bound
+    before the model loads) in the foreground until SIGINT/SIGTERM."""
     engine.start()
     try:
-        server = _uvicorn_server(create_app(engine, settings))
+        server = _uvicorn_server(create_app(engine, settings), settings)
         on_ready(url_of(sock))
         server.run(sockets=[sock])
     finally:
@@ -540,7 +734,7 @@ class BackgroundServer:
         self.sock = bind_socket(host, 0)
         self.url = url_of(self.sock)
         self.app = create_app(engine, self.settings)
-        self._server = _uvicorn_server(self.app)
+        self._server = _uvicorn_server(self.app, self.settings)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]},
                                         name="specgauge-http", daemon=True)
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specgauge.engine.model_runner import ModelRunner
-from specgauge.engine.sampling import make_generator, probabilities, sample
-from specgauge.engine.scheduler import RequestUpdate, ScheduledBatch, ScheduledSeq, SeqOutput
+from specgauge.engine.model_runner import ModelRunner, ensure_generator, sample_requests
+from specgauge.engine.sampling import probabilities
+from specgauge.engine.scheduler import RequestError, RequestUpdate, ScheduledBatch, ScheduledSeq, SeqOutput
 from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.stats import SpecStats
 from specgauge.engine.speculative.tree import DraftTree
@@ -170,11 +170,9 @@ class SpeculativeRunner(ModelRunner):
         plain = [(seq, seg) for seq, seg in zip(seqs, segments) if not trees.get(id(seq)) and seg.logit_rows]
         if plain:
             for seq, _ in plain:
-                if seq.request.generator is None and not seq.request.params.greedy:
-                    seq.request.generator = make_generator(seq.request.params, self.device)
+                ensure_generator(seq.request, self.device)
             rows = torch.tensor([seg.logit_offset for _, seg in plain], device=self.device)
-            picked = sample(logits.index_select(0, rows), [s.request.params for s, _ in plain],
-                            [s.request.generator for s, _ in plain])
+            picked = sample_requests(logits.index_select(0, rows), [s.request for s, _ in plain])
             for (seq, _), token in zip(plain, picked):
                 verdicts[id(seq)] = Verdict((), (token,), bonus=False)
         for seq, seg in zip(seqs, segments):
@@ -187,10 +185,12 @@ class SpeculativeRunner(ModelRunner):
             if request.params.greedy:
                 verdicts[id(seq)] = accept_greedy(tree, argmax[rows])
             else:
-                if request.generator is None:
-                    request.generator = make_generator(request.params, self.device)
-                probs = probabilities(logits[rows], [request.params] * (len(tree) + 1))  # (1+M, V)
-                verdicts[id(seq)] = accept_sampled(tree, probs, request.generator)
+                ensure_generator(request, self.device)
+                try:  # a failure here is this request's (its parameters, its random stream)
+                    probs = probabilities(logits[rows], [request.params] * (len(tree) + 1))  # (1+M, V)
+                    verdicts[id(seq)] = accept_sampled(tree, probs, request.generator)
+                except Exception as exc:  # noqa: BLE001
+                    raise RequestError([request.request_id], f"{type(exc).__name__}: {exc}") from None
         return verdicts
 
     def _compact(self, seq: ScheduledSeq, kept_rows: list[int]) -> None:
