@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import platform
 from dataclasses import dataclass
+from pathlib import Path
 
 from specgauge import __version__
 from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_point, server_spec_as_dict,
@@ -19,6 +20,7 @@ from specgauge.errors import UserError
 from specgauge.load.bench_config import REDACTED, BenchConfig, describe_point
 from specgauge.load.plan import Endpoint, PointSpec
 from specgauge.load.runner import PointOutcome, run_point
+from specgauge.load.workload import prepare_workload
 from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import PointRow, Store
 from specgauge.store.turn_writer import TurnWriter
@@ -56,11 +58,11 @@ def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
 async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgress | None = None) -> RunSummary:
     """Run every point of ``config`` against its server, storing each request as it finishes.
 
-    Raises :class:`UserError` before anything is stored when the suite is unknown or the server
-    cannot be reached.
+    Raises :class:`UserError` before anything is stored when the suite is unknown, the server
+    cannot be reached or the workload cannot be sent as asked (:mod:`specgauge.load.workload`).
     """
     run = await open_run(config, store, progress)
-    return await _run_points(run.run_id, store, run.endpoint, run.suite, config, run.progress)
+    return await _run_points(run.run_id, store, run.endpoint, run.suite, run.config, run.progress)
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,14 @@ async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | 
     Same checks as :func:`run_benchmark` (suite known, server reachable) before anything is stored.
     """
     progress = progress or NullProgress()
-    suite = load_suite(config.suite)
-    specs = config.point_specs()
+    load_suite(config.suite)
+    config.point_specs()
     probe = _endpoint(config, config.model)
     await check_reachable(probe)
     model = config.model or await detect_model(probe)
+    config = await prepare_workload(config, _endpoint(config, model), Path(store.path).resolve().parent)
+    suite = load_suite(config.suite)
+    specs = config.point_specs()
     endpoint = _endpoint(config, model)
     server = await fingerprint(endpoint)
     run_id = store.create_run(

@@ -97,7 +97,7 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
         if point.status != "done":
             table.add_row(describe_point(point.spec), "-", *["-"] * 10, Text(point.status, style="yellow"))
             continue
-        note = Text(doc["flag_reason"], style="bold red") if doc["flagged"] else Text("")
+        note = point_note(doc)
         table.add_row(
             Text(describe_point(point.spec), style="red" if doc["flagged"] else ""),
             f"{doc['num_ok']}/{doc['num_errors']}",
@@ -109,8 +109,22 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
         )
     sources = sorted({doc["token_count_source"] for doc in map(point_document, points) if doc["token_count_source"]})
     counted = f" · token counts: {', '.join(sources)}" if sources else ""
-    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}"
+    prepared = (run.config or {}).get("prepared") or {}
+    notes = "".join(f"\n{line}" for line in prepared.get("notes") or ())
+    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}{notes}"
     return table
+
+
+def point_note(doc: dict) -> Text:
+    """The note cell of a point: why it is flagged, and its errors by class (``http_4xx 3, ...``)."""
+    note = Text()
+    if doc["flagged"]:
+        note.append(doc["flag_reason"] or "flagged", style="bold red")
+    errors = doc.get("errors_by_class") or {}
+    if errors:
+        note.append(("; " if note else "") + "errors: " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())),
+                    style="red")
+    return note
 
 
 def runs_table(runs: list[tuple[RunRow, list[PointRow]]]) -> Table:
