@@ -208,3 +208,33 @@ def wants_peer_summary(options: dict) -> bool:
     given = {name for name in ("percentile_metrics", "metric_percentiles")
              if ctx is not None and ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)}
     return bool(options.get("goodput") or given or options.get("save_result") or options.get("result_filename"))
+
+
+def compare_peer_options(function):
+    """The peer flags ``compare`` takes: the API, the request count, the concurrency cap, EOS and
+    the chat-format choice (datasets, goodput and result files are ``bench``'s)."""
+    options = [
+        click.option("--backend", type=click.Choice(sorted(BACKEND_APIS)),
+                     help="vLLM/SGLang benchmark backend name, an alias of --api"),
+        click.option("--num-prompts", type=click.IntRange(min=1), help="alias of --sweep-requests (vLLM/SGLang)"),
+        click.option("--max-concurrency", type=click.IntRange(min=1),
+                     help="cap on the sweep's concurrency (levels above it run at it)"),
+        click.option("--ignore-eos", is_flag=True, help="generate every max_tokens token, both arms"),
+        click.option("--raw-chat-format", is_flag=True,
+                     help="allow plain 'User: ...' text for chat suites on a raw-text API with no chat template"),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def compare_settings(options: dict) -> dict:
+    """The ``ComparePlan`` fields the peer flags of ``compare`` set (``options``: click's values)."""
+    ctx = click.get_current_context(silent=True)
+    api_given = ctx is not None and ctx.get_parameter_source("api") not in (None, click.core.ParameterSource.DEFAULT)
+    api = resolve_api({**options, "api": options["api"] if api_given else None}, default=options["api"])
+    levels = tuple(options["concurrency"])
+    if options.get("max_concurrency") is not None:
+        levels = tuple(sorted({min(c, options["max_concurrency"]) for c in levels}))
+    return dict(api=api, concurrency=levels, num_requests_sweep=resolve_count(options, "sweep_requests"),
+                ignore_eos=bool(options.get("ignore_eos")), raw_chat_format=bool(options.get("raw_chat_format")))
