@@ -90,9 +90,14 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
     from specgauge.report.verdict_table import verdict_renderable
 
     console = Console(stderr=to_stderr, width=None if sys.stderr.isatty() else 160)
-    console.print(verdict_renderable(report_from_compare(result)))
+    report = report_from_compare(result)
+    console.print(verdict_renderable(report))
     for warning in result.health:
         console.print(f"warning: {warning.message}", style="yellow")
+    for arm in report.arms:   # what limited a point besides its setting (analysis/saturation.py)
+        for point in arm.points:
+            for load_warning in point.load_warnings:
+                console.print(f"warning: {arm.label} c={point.concurrency}: {load_warning}", style="yellow")
     lossless = result.losslessness
     if lossless.checked:
         console.print(f"losslessness (temperature 0, text-exact): {lossless.mismatches} of {lossless.compared} "

@@ -15,6 +15,7 @@ from pathlib import Path
 from specgauge import __version__
 from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_point, server_spec_as_dict,
                                           window_from_records)
+from specgauge.analysis.saturation import load_warnings
 from specgauge.client.probe import check_reachable, detect_model, fingerprint
 from specgauge.errors import UserError
 from specgauge.load.bench_config import REDACTED, BenchConfig, describe_point
@@ -229,7 +230,7 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
         finally:
             writer.flush()
         store.checkpoint()  # between points, never inside a measured window
-    windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate)
+    windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate, point.spec)
     store.finish_point(
         point.id, windows=[[w.start_ns, w.end_ns] for w in windows], aggregates=aggregate.to_dict(),
         server_spec_before=server_spec_as_dict(outcome.server_spec_before) if outcome is not None else None,
@@ -239,7 +240,7 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
 
 
 def _aggregate_stored(store: Store, point_id: int, outcome: PointOutcome | None, segment: int,
-                      max_error_rate: float) -> tuple[list[Window], PointAggregate]:
+                      max_error_rate: float, spec: dict) -> tuple[list[Window], PointAggregate]:
     """Aggregate every stored request of the point over the windows of all its segments.
 
     The segment just run has the runner's window; an earlier one, cut short by a kill, spans its
@@ -260,6 +261,11 @@ def _aggregate_stored(store: Store, point_id: int, outcome: PointOutcome | None,
         server_spec=outcome.server_spec if outcome is not None else None,
         max_error_rate=max_error_rate,
     )
+    records = [r for group in segments.values() for r in group]
+    aggregate = dataclasses.replace(aggregate, load_warnings=load_warnings(
+        spec, records, send_lag_p50_ms=aggregate.send_lag_ms.p50, send_lag_p99_ms=aggregate.send_lag_ms.p99,
+        achieved_concurrency=aggregate.achieved_concurrency, window_s=aggregate.window_s,
+        e2e_p50_ms=aggregate.e2e_ms.p50))
     if resumed and aggregate.server_spec is not None:
         aggregate = dataclasses.replace(
             aggregate, server_spec={**aggregate.server_spec, "covers": "the last segment of a resumed point only"})

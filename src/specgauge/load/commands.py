@@ -89,9 +89,13 @@ def _console(*, stderr: bool = False):
 
 
 def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
-    from specgauge.report.terminal import run_table
+    from specgauge.report.terminal import run_notes, run_table
 
-    _console(stderr=to_stderr).print(run_table(store.get_run(run_id), store.get_points(run_id)))
+    console, run, points = _console(stderr=to_stderr), store.get_run(run_id), store.get_points(run_id)
+    console.print(run_table(run, points))
+    for line in run_notes(run, points):
+        console.print(line, style="yellow" if line.startswith("warning") else None, soft_wrap=True, markup=False,
+                      highlight=False)
 
 
 @click.command("bench", cls=PeerFlagsCommand)

@@ -88,7 +88,7 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
     """The run's summary: one row per point; flagged points in red with the reason."""
     model = f" · {run.model}" if run.model else ""
     table = Table(title=f"run {run.id} · {run.api} {run.url}{model} · suite {run.suite_name}@{run.suite_version}"
-                        f" · {run.status}", title_justify="left")
+                        f" · {run.status}", title_justify="left", caption_justify="left")
     for header in ("point", "ok/err", "tok/s", "req/s", "conc", "TTFT p50", "TTFT p99", "TPOT p50",
                    "ICL p50", "ITL p50", "E2E p50", "accept", "note"):
         table.add_column(header, justify="left" if header in ("point", "note") else "right")
@@ -109,10 +109,21 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
         )
     sources = sorted({doc["token_count_source"] for doc in map(point_document, points) if doc["token_count_source"]})
     counted = f" · token counts: {', '.join(sources)}" if sources else ""
-    prepared = (run.config or {}).get("prepared") or {}
-    notes = "".join(f"\n{line}" for line in prepared.get("notes") or ())
-    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}{notes}"
+    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}"
     return table
+
+
+def run_notes(run: RunRow, points: list[PointRow]) -> list[str]:
+    """The lines printed under a run's table: what was done to the workload for this server
+    (prompts left out for its context, the chat template, token counting) and every point's
+    load warnings (:mod:`specgauge.analysis.saturation`)."""
+    prepared = (run.config or {}).get("prepared") or {}
+    lines = [f"note: {line}" for line in prepared.get("notes") or ()]
+    if run.config and run.config.get("ignore_eos"):
+        lines.append("note: ignore_eos on: every request was asked to generate all its max_tokens")
+    lines += [f"warning: {describe_point(point.spec)}: {warning}" for point in points
+              for warning in (point.aggregates or {}).get("load_warnings") or ()]
+    return lines
 
 
 def point_note(doc: dict) -> Text:
@@ -120,6 +131,8 @@ def point_note(doc: dict) -> Text:
     note = Text()
     if doc["flagged"]:
         note.append(doc["flag_reason"] or "flagged", style="bold red")
+    if doc.get("load_warnings"):
+        note.append(("; " if note else "") + "limited: see below", style="yellow")
     errors = doc.get("errors_by_class") or {}
     if errors:
         note.append(("; " if note else "") + "errors: " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())),
