@@ -94,6 +94,13 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
     console.print(verdict_renderable(report))
     for warning in result.health:
         console.print(f"warning: {warning.message}", style="yellow")
+    from specgauge.report.terminal import comparison_notes
+    from specgauge.store import Store
+
+    with Store.open(db, create=False) as store:   # prompts left out for a context, templates, errors by class
+        for line in comparison_notes(store, result.stages):
+            console.print(line, style="red" if line.startswith("errors") else None, soft_wrap=True, markup=False,
+                          highlight=False)
     for arm in report.arms:   # what limited a point besides its setting (analysis/saturation.py)
         for point in arm.points:
             for load_warning in point.load_warnings:

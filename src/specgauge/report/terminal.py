@@ -154,3 +154,23 @@ def runs_table(runs: list[tuple[RunRow, list[PointRow]]]) -> Table:
                       run.api, run.url, run.model or "-", f"{run.suite_name}@{run.suite_version}", labels,
                       f"{done}/{len(points)}", Text(str(flagged), style="red") if flagged else "0")
     return table
+
+
+def comparison_notes(store, stages) -> list[str]:
+    """The lines under a comparison's verdict: each distinct workload note of its runs (prompts left
+    out for a server's context, the chat template) and every point with errors, by class and count.
+    ``stages``: the comparison's ``StageRuns``."""
+    notes: dict[str, None] = {}
+    errors = []
+    for stage in stages:
+        for arm, run_ids in (("baseline", stage.baseline_run_ids), ("speculative", stage.speculative_run_ids)):
+            for run_id in run_ids:
+                run = store.get_run(run_id)
+                for line in ((run.config or {}).get("prepared") or {}).get("notes") or ():
+                    notes.setdefault(f"note: {arm}: {line}")
+                for point in store.get_points(run_id):
+                    by_class = (point.aggregates or {}).get("errors_by_class") or {}
+                    if by_class:
+                        shown = ", ".join(f"{k} {v}" for k, v in sorted(by_class.items()))
+                        errors.append(f"errors: {arm} {stage.stage} (run {run_id}): {shown}")
+    return [*notes, *errors]
