@@ -163,3 +163,20 @@ def test_chat_messages_count_for_the_context_with_the_template(tmp_path):
         done = cli("bench", server.url, "--suite", str(path), "--num-requests", "2", "--db", str(tmp_path / "r.db"))
     assert done.returncode == 0, done.stderr
     assert "left out 1 of 2 prompts" in done.stdout + done.stderr
+
+
+def test_custom_and_sharegpt_datasets_become_the_runs_prompts(tmp_path):
+    custom = tmp_path / "custom.jsonl"
+    custom.write_text('{"prompt": "hello there"}\n{"prompt": "count to ten"}\n')
+    sharegpt = tmp_path / "sg.json"
+    sharegpt.write_text('[{"conversations": [{"from": "human", "value": "who are you?"}, {"from": "gpt", "value": "x"}]}]')
+    with ScriptedServer(FAST) as server:
+        first = cli("bench", server.url, "--backend", "openai", "--dataset-name", "custom", "--dataset-path", str(custom),
+                    "--num-prompts", "4", "--db", str(tmp_path / "r.db"))
+        prompts = {b["prompt"] for b in server.requests_seen}
+        second = cli("bench", server.url, "--dataset-name", "sharegpt", "--dataset-path", str(sharegpt),
+                     "--num-prompts", "2", "--db", str(tmp_path / "r.db"))
+        messages = [b["messages"] for b in server.requests_seen[4:]]
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert prompts == {"hello there", "count to ten"}
+    assert messages == [[{"role": "user", "content": "who are you?"}]] * 2

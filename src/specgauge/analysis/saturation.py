@@ -24,8 +24,8 @@ from typing import Sequence
 
 from specgauge.client.records import RequestRecord
 
-SEND_LAG_P50_MS = 10.0
-SEND_LAG_P99_MS = 100.0
+SEND_LAG_P50_MS = 20.0
+SEND_LAG_P99_MS = 200.0
 CONCURRENCY_SHARE = 0.7
 SENT_RATE_SHARE = 0.9
 COMPLETED_RATE_SHARE = 0.8
