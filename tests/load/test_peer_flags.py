@@ -180,3 +180,16 @@ def test_custom_and_sharegpt_datasets_become_the_runs_prompts(tmp_path):
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert prompts == {"hello there", "count to ten"}
     assert messages == [[{"role": "user", "content": "who are you?"}]] * 2
+
+
+def test_vllms_server_and_warmup_flags(cli_here, tmp_path):
+    with ScriptedServer(FAST) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        by_host = cli_here("bench", "--host", host, "--port", port, "--num-prompts", "2", "--num-warmups", "1",
+                           "--db", str(tmp_path / "r.db"))
+        by_base = cli_here("bench", "--base-url", server.url, "--num-prompts", "2", "--db", str(tmp_path / "r.db"))
+        seen = len(server.requests_seen)
+    assert by_host.returncode == 0 and by_base.returncode == 0, by_host.stderr + by_base.stderr
+    assert seen == 2 + 1 + 2                                     # the warm-up request too
+    both = cli_here("bench", "http://127.0.0.1:9", "--base-url", "http://127.0.0.1:9", "--db", str(tmp_path / "x.db"))
+    assert both.returncode == 2 and "give the server once" in both.stderr

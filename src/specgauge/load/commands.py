@@ -112,8 +112,8 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
               help="gamma shape (< 1 burstier); needs --arrival gamma")
 @click.option("--max-concurrency", type=click.IntRange(min=1),
               help="cap on requests in flight (open loop) and on --concurrency; alone: one closed-loop point")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True,
-              help="warm-up requests per point, excluded from every figure")
+@click.option("--warmup", "--num-warmups", "--warmup-requests", "warmup", type=click.IntRange(min=0), default=0,
+              show_default=True, help="warm-up requests per point, excluded from every figure")
 @click.option("--seed", type=int, default=0, show_default=True, help="prompt order and arrival times")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @click.option("--model", help="model name (else auto-detected from /v1/models)")
@@ -181,15 +181,16 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
     from pydantic import ValidationError
 
     from specgauge.load.bench_config import BenchConfig
-    from specgauge.load.peer_flags import bench_settings
+    from specgauge.load.peer_flags import bench_settings, resolve_url
     from specgauge.store import Store
     from specgauge.suites.registry import load_suite
 
-    if not options["url"]:
+    url = resolve_url(options)
+    if not url:
         raise click.UsageError("missing URL (or give --resume RUN_ID)")
     try:
         config = BenchConfig(
-            url=options["url"], suite=options["suite"], **bench_settings(options),
+            url=url, suite=options["suite"], **bench_settings(options),
             duration_s=options["duration"], arrival=options["arrival"],
             burstiness=options["burstiness"], max_concurrency=options["max_concurrency"],
             warmup=options["warmup"], seed=options["seed"], max_tokens=options["max_tokens"],

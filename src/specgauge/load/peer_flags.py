@@ -31,7 +31,7 @@ BACKEND_APIS = {
     "sglang": "sglang", "sglang-native": "sglang",
 }
 # Options that define a run's load (``--resume`` refuses them, like the native ones).
-PEER_RUN_OPTIONS = ("backend", "num_prompts", "request_rate", "dataset_name", "dataset_path", "random_input_len",
+PEER_RUN_OPTIONS = ("base_url", "host", "port", "backend", "num_prompts", "request_rate", "dataset_name", "dataset_path", "random_input_len",
                     "random_output_len", "random_range_ratio", "ignore_eos", "goodput", "percentile_metrics",
                     "metric_percentiles", "raw_chat_format")
 SLO_PAIR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*:[^\s:]+$")
@@ -60,6 +60,9 @@ class _RateList(click.ParamType):
 def peer_options(function):
     """Add the peer clients' flags to a click command (``bench``; ``compare`` takes a subset)."""
     options = [
+        click.option("--base-url", help="vLLM/SGLang: the server's base URL (instead of URL)"),
+        click.option("--host", help="vLLM/SGLang: server host (with --port; instead of URL)"),
+        click.option("--port", type=click.IntRange(1, 65535), help="vLLM/SGLang: server port (with --host)"),
         click.option("--backend", type=click.Choice(sorted(BACKEND_APIS)),
                      help="vLLM/SGLang benchmark backend name, an alias of --api (docs/bench.md)"),
         click.option("--num-prompts", type=click.IntRange(min=1), help="alias of --num-requests (vLLM/SGLang)"),
@@ -146,6 +149,20 @@ def _percentiles(value: str) -> tuple[float, ...]:
     if not values or any(not 0 < v <= 100 for v in values):
         raise click.BadParameter(f"{value!r}: percentiles must be in (0, 100]", param_hint="'--metric-percentiles'")
     return values
+
+
+def resolve_url(options: dict) -> str | None:
+    """``URL``, or vLLM's ``--base-url``, or ``--host``/``--port`` (vLLM's defaults 127.0.0.1:8000)."""
+    given = [name for name in ("url", "base_url") if options.get(name)]
+    if options.get("host") or options.get("port"):
+        given.append("host/port")
+    if len(given) > 1:
+        raise click.UsageError("give the server once: URL, --base-url or --host/--port")
+    if options.get("url") or options.get("base_url"):
+        return options.get("url") or options.get("base_url")
+    if given:
+        return f"http://{options.get('host') or '127.0.0.1'}:{options.get('port') or 8000}"
+    return None
 
 
 def resolve_api(options: dict, default: str | None) -> str | None:
