@@ -28,7 +28,8 @@ class RecordingProgress(NullProgress):
 def url_plan(baseline_url, speculative_url, **overrides):
     settings = dict(baseline=ArmConfig(name="baseline", kind="url", value=baseline_url),
                     speculative=ArmConfig(name="speculative", kind="url", value=speculative_url),
-                    api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"), concurrency=(1, 2, 4, 8, 16),
+                    api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"),
+                    concurrency=(1, 2, 4, 8, 16),
                     num_requests_single=6, num_requests_sweep=16, warmup=1, bootstrap_resamples=400,
                     label="scripted speculation")
     settings.update(overrides)

@@ -91,9 +91,10 @@ async def describe_server_model(endpoint: Endpoint) -> ServerModel:
     if capacity is not None and (context is None or capacity < context):
         context, source = capacity, "server info max_total_num_tokens (KV-cache capacity)"
     tokenizer, tokenizer_source = None, None
-    for route, data, key in (("/get_model_info", model_info, "tokenizer_path"), ("server info", server_info, "tokenizer_path"),
-                             ("/get_model_info", model_info, "model_path"), ("server info", server_info, "model_path"),
-                             ("/v1/models", card, "root")):
+    candidates = (("/get_model_info", model_info, "tokenizer_path"), ("server info", server_info, "tokenizer_path"),
+                  ("/get_model_info", model_info, "model_path"), ("server info", server_info, "model_path"),
+                  ("/v1/models", card, "root"))
+    for route, data, key in candidates:
         found = local_tokenizer(data.get(key)) if isinstance(data, dict) else None
         if found:
             tokenizer, tokenizer_source = found, f"the server's own ({route} {key})"

@@ -31,7 +31,8 @@ BACKEND_APIS = {
     "sglang": "sglang", "sglang-native": "sglang",
 }
 # Options that define a run's load (``--resume`` refuses them, like the native ones).
-PEER_RUN_OPTIONS = ("base_url", "host", "port", "backend", "num_prompts", "request_rate", "dataset_name", "dataset_path", "random_input_len",
+PEER_RUN_OPTIONS = ("base_url", "host", "port", "backend", "num_prompts", "request_rate", "dataset_name",
+                    "dataset_path", "random_input_len",
                     "random_output_len", "random_range_ratio", "ignore_eos", "goodput", "percentile_metrics",
                     "metric_percentiles", "raw_chat_format")
 SLO_PAIR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*:[^\s:]+$")

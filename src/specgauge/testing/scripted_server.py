@@ -68,7 +68,8 @@ class Script:
 
     Faults (``fault``): hang (no headers ever), http_error (``status`` + ``error_body``), not_sse
     (200 JSON body), malformed_json / cut / stall / error_event (``{"error": ...}``) /
-    typed_error_event (``event: error``) / abort (SGLang) after ``fault_after_chunks`` chunks, empty (only ``[DONE]``), no_done (ends cleanly without [DONE] or a finish reason),
+    typed_error_event (``event: error``) / abort (SGLang) after ``fault_after_chunks`` chunks, empty (only ``[DONE]``),
+    no_done (ends cleanly without [DONE] or a finish reason),
     immediate_stop (not a fault: the first event finishes with ``stop`` and no text, one token: EOS).
     """
 
