@@ -86,7 +86,7 @@ def test_bench_json_contract_end_to_end(server, tmp_path):
 
 def test_output_json_to_stdout_keeps_stdout_clean(server, tmp_path):
     result = cli("bench", server.url, "--api", "sglang", "--concurrency", "2", "--num-requests", "4",
-                 "--output-json", "-", "--db", str(tmp_path / "r.db"))
+                 "--raw-chat-format", "--output-json", "-", "--db", str(tmp_path / "r.db"))
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)                      # nothing but the JSON on stdout
     assert doc["points"][0]["num_ok"] == 4 and "TTFT p50" in result.stderr
@@ -97,7 +97,7 @@ def test_sglang_accept_length_and_open_loop_point(tmp_path):
     script = Script(num_chunks=8, tokens_per_chunk=3, chunk_delay_s=0.002, sglang_meta={"spec_verify_ct": 8})
     with ScriptedServer(script) as srv:
         result = cli("bench", srv.url, "--api", "sglang", "--rate", "40", "--max-concurrency", "4",
-                     "--num-requests", "10", "--output-json", "-", "--db", str(tmp_path / "r.db"))
+                     "--num-requests", "10", "--raw-chat-format", "--output-json", "-", "--db", str(tmp_path / "r.db"))
     assert result.returncode == 0, result.stderr
     (point,) = json.loads(result.stdout)["points"]
     assert (point["mode"], point["rate"], point["concurrency"], point["max_concurrency"]) == ("open", 40.0, None, 4)
@@ -117,6 +117,7 @@ def test_failing_requests_are_counted_and_the_point_flagged(server, tmp_path):
     assert point["flagged"] and point["flag_reason"] == "error rate 25% > 5%"
     assert point["ttft_ms"]["count"] == 6                     # failures not averaged in
     assert "error rate 25% > 5%" in result.stderr             # the summary table marks it
+    assert "errors: http_5xx 2" in result.stderr              # with the error classes and counts
 
 
 # -- kill and resume ---------------------------------------------------------------------------
@@ -126,7 +127,7 @@ def test_vllm_counters_give_the_points_server_side_acceptance(tmp_path):
     counters = VllmCounters(drafts_per_request=4, draft_tokens_per_request=12, accepted_per_request=6)
     with ScriptedServer(Script(num_chunks=4), vllm=counters) as srv:
         result = cli("bench", srv.url, "--api", "openai-completions", "--concurrency", "2", "--num-requests", "6",
-                     "--warmup", "2", "--output-json", "-", "--db", str(tmp_path / "r.db"))
+                     "--warmup", "2", "--raw-chat-format", "--output-json", "-", "--db", str(tmp_path / "r.db"))
     assert result.returncode == 0, result.stderr
     (point,) = json.loads(result.stdout)["points"]
     assert point["num_ok"] == 6                                    # warm-ups are not measured
@@ -214,7 +215,7 @@ async def test_run_benchmark_programmatic_entry(tmp_path):
 
 async def test_duration_bounded_point(tmp_path):
     with ScriptedServer(Script(ttft_s=0.01, num_chunks=2)) as srv:
-        config = BenchConfig(url=srv.url, api="sglang", concurrency=(2,), duration_s=0.3)
+        config = BenchConfig(url=srv.url, api="sglang", concurrency=(2,), duration_s=0.3, raw_chat_format=True)
         with Store.open(tmp_path / "r.db") as store:
             summary = await run_benchmark(config, store)
     (point,) = summary.points
@@ -328,7 +329,16 @@ def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
     (["--concurrency", "4,-2"], ["--concurrency", "> 0"]),
     (["--rate", "2,fast"], ["--rate", "'fast'"]),
     (["--num-requests", "0"], ["--num-requests"]),
-    (["--max-concurrency", "4"], ["--max-concurrency", "--rate"]),
+    (["--rate", "2", "--request-rate", "3"], ["--rate", "--request-rate"]),
+    (["--backend", "sglang", "--api", "openai-chat"], ["--backend sglang", "--api sglang"]),
+    (["--num-prompts", "5", "--num-requests", "6"], ["--num-prompts", "--num-requests"]),
+    (["--request-rate", "2,fast"], ["--request-rate", "'fast'"]),
+    (["--goodput", "ttft=200"], ["--goodput", "METRIC:MILLISECONDS"]),
+    (["--goodput", "itl:5"], ["--goodput", "unknown metric 'itl'"]),
+    (["--metric-percentiles", "0,99"], ["--metric-percentiles", "(0, 100]"]),
+    (["--percentile-metrics", "ttft,speed"], ["--percentile-metrics"]),
+    (["--dataset-name", "sharegpt"], ["--dataset-path"]),
+    (["--random-range-ratio", "1"], ["--random-range-ratio"]),
     (["--rate", "2", "--burstiness", "0.5"], ["--burstiness", "gamma"]),
     (["--header", "no-colon"], ["--header", "NAME:VALUE"]),
     (["--suite", "no-such-suite"], ["unknown suite 'no-such-suite'"]),
@@ -343,7 +353,6 @@ def test_bad_options_exit_2_with_one_line(cli_here, args, needles, tmp_path):
 def test_unknown_api_missing_url_and_bad_scheme(cli_here, tmp_path):
     assert_one_line_error(cli_here("bench", "http://127.0.0.1:9", "--api", "grpc"), "--api", "grpc")
     assert_one_line_error(cli_here("bench", "--api", "sglang"), "missing URL")
-    assert_one_line_error(cli_here("bench", "http://127.0.0.1:9"), "missing --api")
     assert_one_line_error(cli_here("bench", "ftp://127.0.0.1:9", "--api", "sglang"), "URL", "http://")
 
 

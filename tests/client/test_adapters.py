@@ -185,3 +185,17 @@ async def test_one_megabyte_event():
         record = await send(server, "openai-chat")
     assert record.ok, record.error_message
     assert len(record.output_text) == (1 << 20) + 2 * len("tok ")
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_ignore_eos_is_sent_where_each_engine_reads_it(api):
+    from specgauge.client.adapters import get_adapter
+
+    request = SuiteRequest(prompt="hi", max_tokens=8)
+    plain = get_adapter(api).build_body(request, model="m", max_tokens=8, temperature=0.0)
+    forced = get_adapter(api).build_body(request, model="m", max_tokens=8, temperature=0.0, ignore_eos=True)
+    assert "ignore_eos" not in plain and "ignore_eos" not in plain.get("sampling_params", {})
+    if api == "sglang":   # SGLang /generate: sampling_params.ignore_eos
+        assert forced["sampling_params"]["ignore_eos"] is True
+    else:                 # OpenAI APIs: vLLM's and SGLang's top-level extra
+        assert forced["ignore_eos"] is True

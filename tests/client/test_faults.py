@@ -133,3 +133,15 @@ async def test_check_reachable_names_the_url_and_reason():
         with pytest.raises(UserError, match=f"cannot reach {tls_url}: TLS handshake failed"):
             await check_reachable(Endpoint(tls_url, api="sglang"))
 
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "openai-completions", "sglang"])
+async def test_an_immediate_stop_is_a_valid_one_token_completion(api):
+    # The first event finishes with "stop" and carries no text (the one token was EOS): a valid
+    # short completion with a TTFT, as vLLM's and SGLang's clients count it — not empty_response.
+    with ScriptedServer(Script(fault="immediate_stop")) as server:
+        record = await send_to(server.url, api)
+    assert record.ok, record.error_message
+    assert record.finish_reason == "stop" and record.output_tokens == 1
+    assert len(record.chunk_times_ns) == 1 and record.chunk_times_ns[0] >= record.t_send_ns
+    assert record.chunk_tokens == [1]

@@ -26,7 +26,8 @@ def main() -> None:
     with baseline, speculative, tempfile.TemporaryDirectory() as tmp:
         plan = ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value=baseline.url),
                            speculative=ArmConfig(name="speculative", kind="url", value=speculative.url),
-                           api="sglang", domains=("coding", "encyclopedic"), concurrency=(1, 2, 4, 8, 16, 32),
+                           api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"),
+                           concurrency=(1, 2, 4, 8, 16, 32),
                            num_requests_single=8, num_requests_sweep=32, warmup=1, label="scripted speculation",
                            bootstrap_resamples=500)
         with Store.open(Path(tmp) / "fixture.db") as store:

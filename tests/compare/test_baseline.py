@@ -18,7 +18,7 @@ def run_cli(*args):
 
 
 async def stored_run(db, url, suite="coding"):
-    config = BenchConfig(url=url, api="sglang", suite=suite, concurrency=(1, 4), num_requests=12)
+    config = BenchConfig(url=url, api="sglang", suite=suite, concurrency=(1, 4), num_requests=12, raw_chat_format=True)
     with Store.open(db) as store:
         return (await run_benchmark(config, store)).run_id
 

@@ -28,7 +28,8 @@ class RecordingProgress(NullProgress):
 def url_plan(baseline_url, speculative_url, **overrides):
     settings = dict(baseline=ArmConfig(name="baseline", kind="url", value=baseline_url),
                     speculative=ArmConfig(name="speculative", kind="url", value=speculative_url),
-                    api="sglang", domains=("coding", "encyclopedic"), concurrency=(1, 2, 4, 8, 16),
+                    api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"),
+                    concurrency=(1, 2, 4, 8, 16),
                     num_requests_single=6, num_requests_sweep=16, warmup=1, bootstrap_resamples=400,
                     label="scripted speculation")
     settings.update(overrides)
@@ -83,7 +84,7 @@ def run_cli(*args, timeout=120, log_dir=None):
 def test_cli_with_launch_commands_runs_rounds_one_arm_after_the_other(tmp_path):
     out = tmp_path / "verdict.json"
     done = run_cli(
-        "compare", "--api", "sglang",
+        "compare", "--api", "sglang", "--raw-chat-format",
         "--baseline-cmd", launch_command({"ttft_s": 0.003, "chunk_delay_s": 0.003, "num_chunks": 12}),
         "--speculative-cmd", launch_command({"ttft_s": 0.003, "chunk_delay_s": 0.004, "num_chunks": 4,
                                              "tokens_per_chunk": 3, "sglang_meta": {"spec_accept_length": 3.0}}),
@@ -148,7 +149,8 @@ def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
     marker = uuid.uuid4().hex
     arm_pattern = f"--port [0-9]+ --script .*{marker}"     # the launched arm (compare's own argv has {{port}})
     slow = launch_command({"ttft_s": 0.01, "chunk_delay_s": 0.05, "num_chunks": 40, "token_text": marker})
-    process = subprocess.Popen([sys.executable, "-m", "specgauge", "compare", "--api", "sglang", "--baseline-cmd", slow,
+    process = subprocess.Popen([sys.executable, "-m", "specgauge", "compare", "--api", "sglang", "--raw-chat-format",
+                                "--baseline-cmd", slow,
                                 "--speculative-cmd", slow, "--domains", "coding", "--concurrency", "1",
                                 "--db", str(tmp_path / "c.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, "TMPDIR": str(tmp_path)})   # its arms' logs

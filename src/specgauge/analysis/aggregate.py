@@ -75,6 +75,7 @@ class PointAggregate:
     server_spec: dict[str, Any] | None = None    # server-side counters for the point, with "scope"
     token_count_source: str | None = None        # the one source, or "mixed"
     token_count_sources: dict[str, int] = field(default_factory=dict)
+    load_warnings: list[str] = field(default_factory=list)   # what limited the point besides its setting
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

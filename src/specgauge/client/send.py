@@ -134,10 +134,11 @@ def _on_event(event: SSEEvent, t_ns: int, record: RequestRecord, state: StreamSt
 async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, request: SuiteRequest, *,
                        request_index: int, prompt_index: int, max_tokens: int | None,
                        temperature: float = 0.0, scheduled_ns: int | None = None,
-                       timeouts: Timeouts) -> RequestRecord:
+                       timeouts: Timeouts, ignore_eos: bool = False) -> RequestRecord:
     """Send one streaming request and return its :class:`RequestRecord` (errors on the record).
 
-    ``max_tokens`` None uses the suite request's own ``max_tokens``.
+    ``max_tokens`` None uses the suite request's own ``max_tokens``; ``ignore_eos`` asks the server
+    to generate all of them.
     """
     adapter = get_adapter(endpoint.api)
     record = RequestRecord(request_index=request_index, prompt_index=prompt_index, domain=request.domain,
@@ -146,7 +147,7 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
     try:
         body = orjson.dumps(adapter.build_body(
             request, model=endpoint.model, max_tokens=max_tokens or request.max_tokens,
-            temperature=temperature, tokenizer_path=endpoint.tokenizer_path))
+            temperature=temperature, tokenizer_path=endpoint.tokenizer_path, ignore_eos=ignore_eos))
         url = parsed_url(endpoint, adapter.path)
         headers = request_headers(endpoint)
     except Exception as exc:  # a bad chat template, say: still a record, never an exception
@@ -196,8 +197,10 @@ def _check_end(record: RequestRecord, state: StreamState, decoder: SSEDecoder, c
             record.fail(ErrorClass.NOT_SSE, f"response is not an event stream ({kind}): {sample[:300]}", now)
         else:
             record.fail(ErrorClass.EMPTY_RESPONSE, "the stream carried no events", now)
-    elif not record.chunk_times_ns:
-        record.fail(ErrorClass.EMPTY_RESPONSE, "the stream ended with no content", now)
+    elif not record.chunk_times_ns and record.finish_reason is None:
+        # Zero content and no finish: an error. A finish with no text (an immediate stop) is a valid
+        # short completion (the adapters count its finishing event as the first chunk).
+        record.fail(ErrorClass.EMPTY_RESPONSE, "the stream ended with no content and no finish reason", now)
     elif not state.done and record.finish_reason is None:
         record.fail(ErrorClass.STREAM_CUT, "the stream ended without [DONE] or a finish reason", now)
 

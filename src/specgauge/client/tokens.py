@@ -2,9 +2,11 @@
 
 1. ``server``: the server's cumulative output-token count after each chunk (SGLang
    ``meta_info.completion_tokens``, OpenAI ``usage`` on content chunks) — differences per chunk;
-2. ``tokenizer``: a local ``tokenizer.json``: the whole output is encoded once and each token is
+2. ``tokenizer``: a ``tokenizer.json`` (the server's own when it can be loaded from the path the
+   server reports, else ``--tokenizer``): the whole output is encoded once and each token is
    assigned to the chunk holding its first character (exact at chunk boundaries, unlike encoding
-   each chunk's text alone);
+   each chunk's text alone); tokens the server counted beyond the text (EOS, special tokens) go
+   to the last chunk;
 3. ``spread``: the final usage count spread evenly over the chunks (earlier chunks take the remainder);
 4. ``chunks``: no count at all — one token per chunk, and reports say so.
 """
@@ -78,8 +80,10 @@ def assign_chunk_tokens(record: RequestRecord, chunk_texts: list[str], cumulativ
         record.chunk_tokens, record.token_count_source = counts, TokenCountSource.SERVER
         return
     if tokenizer_path:
-        record.chunk_tokens = tokenizer_chunk_tokens(chunk_texts, load_tokenizer(tokenizer_path))
-        record.token_count_source = TokenCountSource.TOKENIZER
+        counts = tokenizer_chunk_tokens(chunk_texts, load_tokenizer(tokenizer_path))
+        if record.output_tokens is not None and sum(counts) < record.output_tokens:
+            counts[-1] += record.output_tokens - sum(counts)  # tokens with no text (EOS)
+        record.chunk_tokens, record.token_count_source = counts, TokenCountSource.TOKENIZER
         return
     if record.output_tokens:
         record.chunk_tokens = spread_tokens(record.output_tokens, num_chunks)

@@ -14,6 +14,7 @@ from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
 from specgauge.load.commands import (EXIT_TERMINATED, _NumberList, _one_line_validation_error,
                                      _terminate_on_sigterm, _write_text)
+from specgauge.load.peer_flags import compare_peer_options, compare_settings
 
 EXIT_REGRESSION = 1
 
@@ -89,9 +90,21 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
     from specgauge.report.verdict_table import verdict_renderable
 
     console = Console(stderr=to_stderr, width=None if sys.stderr.isatty() else 160)
-    console.print(verdict_renderable(report_from_compare(result)))
+    report = report_from_compare(result)
+    console.print(verdict_renderable(report))
     for warning in result.health:
         console.print(f"warning: {warning.message}", style="yellow")
+    from specgauge.report.terminal import comparison_notes
+    from specgauge.store import Store
+
+    with Store.open(db, create=False) as store:   # prompts left out for a context, templates, errors by class
+        for line in comparison_notes(store, result.stages):
+            console.print(line, style="red" if line.startswith("errors") else None, soft_wrap=True, markup=False,
+                          highlight=False)
+    for arm in report.arms:   # what limited a point besides its setting (analysis/saturation.py)
+        for point in arm.points:
+            for load_warning in point.load_warnings:
+                console.print(f"warning: {arm.label} c={point.concurrency}: {load_warning}", style="yellow")
     lossless = result.losslessness
     if lossless.checked:
         console.print(f"losslessness (temperature 0, text-exact): {lossless.mismatches} of {lossless.compared} "
@@ -143,6 +156,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--output-json", metavar="FILE", help="write verdict.json here ('-' for stdout)")
 @click.option("--output-dir", metavar="DIR", help="write report.html, plots and verdict.json here")
 @click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
+@compare_peer_options
 def compare_command(**options) -> None:
     """Compare a baseline arm with a speculative arm on the same prompts: single stream per domain,
     then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation."""
@@ -171,9 +185,9 @@ def compare_command(**options) -> None:
 
     try:
         plan = ComparePlan(
-            baseline=baseline, speculative=speculative, api=options["api"], domains=_names(options["domains"]),
-            suite=options["suite"], sweep_suite=options["sweep_suite"], concurrency=options["concurrency"],
-            num_requests_single=options["num_requests"], num_requests_sweep=options["sweep_requests"],
+            baseline=baseline, speculative=speculative, domains=_names(options["domains"]),
+            suite=options["suite"], sweep_suite=options["sweep_suite"], **compare_settings(options),
+            num_requests_single=options["num_requests"],
             max_tokens=options["max_tokens"], seed=options["seed"], temperature=options["temperature"],
             warmup=options["warmup"], rounds=options["rounds"], model=options["model"],
             tokenizer=options["tokenizer"], label=options["label"],

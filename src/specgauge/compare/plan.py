@@ -71,6 +71,8 @@ class ComparePlan(BaseModel):
     model: str | None = None
     tokenizer: str | None = None   # tokenizer.json: chat template for /generate, tokens per chunk when uncounted
     label: str = "speculation"
+    ignore_eos: bool = False         # both arms generate every max_tokens token
+    raw_chat_format: bool = False    # allow plain "User: ..." text when a raw-text API has no chat template
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
     api_key: str | None = Field(default=None, exclude=True)
@@ -124,4 +126,5 @@ class ComparePlan(BaseModel):
         return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=stage.concurrency,
                            num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
                            max_tokens=self.max_tokens, temperature=self.temperature, model=self.model,
-                           api_key=self.api_key, tokenizer_path=self.tokenizer)
+                           api_key=self.api_key, tokenizer_path=self.tokenizer, ignore_eos=self.ignore_eos,
+                           raw_chat_format=self.raw_chat_format)

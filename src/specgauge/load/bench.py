@@ -10,16 +10,19 @@ import asyncio
 import dataclasses
 import platform
 from dataclasses import dataclass
+from pathlib import Path
 
 from specgauge import __version__
 from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_point, server_spec_as_dict,
                                           window_from_records)
+from specgauge.analysis.saturation import load_warnings
 from specgauge.client.probe import check_reachable, detect_model, fingerprint
 from specgauge.errors import UserError
 from specgauge.load.bench_config import REDACTED, BenchConfig
 from specgauge.load.plan import Endpoint, PointSpec
 from specgauge.load.runner import PointOutcome, run_point
 from specgauge.report.formatting import describe_point
+from specgauge.load.workload import prepare_workload
 from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import PointRow, Store
 from specgauge.store.turn_writer import TurnWriter
@@ -57,11 +60,11 @@ def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
 async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgress | None = None) -> RunSummary:
     """Run every point of ``config`` against its server, storing each request as it finishes.
 
-    Raises :class:`UserError` before anything is stored when the suite is unknown or the server
-    cannot be reached.
+    Raises :class:`UserError` before anything is stored when the suite is unknown, the server
+    cannot be reached or the workload cannot be sent as asked (:mod:`specgauge.load.workload`).
     """
     run = await open_run(config, store, progress)
-    return await _run_points(run.run_id, store, run.endpoint, run.suite, config, run.progress)
+    return await _run_points(run.run_id, store, run.endpoint, run.suite, run.config, run.progress)
 
 
 @dataclass(frozen=True)
@@ -84,11 +87,14 @@ async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | 
     Same checks as :func:`run_benchmark` (suite known, server reachable) before anything is stored.
     """
     progress = progress or NullProgress()
-    suite = load_suite(config.suite)
-    specs = config.point_specs()
+    load_suite(config.suite)
+    config.point_specs()
     probe = _endpoint(config, config.model)
     await check_reachable(probe)
     model = config.model or await detect_model(probe)
+    config = await prepare_workload(config, _endpoint(config, model), Path(store.path).resolve().parent)
+    suite = load_suite(config.suite)
+    specs = config.point_specs()
     endpoint = _endpoint(config, model)
     server = await fingerprint(endpoint)
     run_id = store.create_run(
@@ -225,7 +231,7 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
         finally:
             writer.flush()
         store.checkpoint()  # between points, never inside a measured window
-    windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate)
+    windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate, point.spec)
     store.finish_point(
         point.id, windows=[[w.start_ns, w.end_ns] for w in windows], aggregates=aggregate.to_dict(),
         server_spec_before=server_spec_as_dict(outcome.server_spec_before) if outcome is not None else None,
@@ -235,7 +241,7 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
 
 
 def _aggregate_stored(store: Store, point_id: int, outcome: PointOutcome | None, segment: int,
-                      max_error_rate: float) -> tuple[list[Window], PointAggregate]:
+                      max_error_rate: float, spec: dict) -> tuple[list[Window], PointAggregate]:
     """Aggregate every stored request of the point over the windows of all its segments.
 
     The segment just run has the runner's window; an earlier one, cut short by a kill, spans its
@@ -256,6 +262,11 @@ def _aggregate_stored(store: Store, point_id: int, outcome: PointOutcome | None,
         server_spec=outcome.server_spec if outcome is not None else None,
         max_error_rate=max_error_rate,
     )
+    records = [r for group in segments.values() for r in group]
+    aggregate = dataclasses.replace(aggregate, load_warnings=load_warnings(
+        spec, records, send_lag_p50_ms=aggregate.send_lag_ms.p50, send_lag_p99_ms=aggregate.send_lag_ms.p99,
+        achieved_concurrency=aggregate.achieved_concurrency, window_s=aggregate.window_s,
+        e2e_p50_ms=aggregate.e2e_ms.p50))
     if resumed and aggregate.server_spec is not None:
         aggregate = dataclasses.replace(
             aggregate, server_spec={**aggregate.server_spec, "covers": "the last segment of a resumed point only"})

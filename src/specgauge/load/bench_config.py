@@ -13,12 +13,30 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specgauge.analysis.aggregate import DEFAULT_MAX_ERROR_RATE
 from specgauge.client.endpoint import API_NAMES
+from specgauge.load.peer_flags import GOODPUT_METRICS, PERCENTILE_METRICS
 from specgauge.load.plan import PointSpec
 
 # Header names whose values are never written to the store (give them again on --resume).
 SECRET_HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"})
 REDACTED = "<redacted>"
 DEFAULT_OPEN_LOOP_REQUESTS = 64
+
+
+class PreparedWorkload(BaseModel):
+    """What specgauge did to the workload before sending it, stored with the run config (so a
+    resumed run sends the same thing, and every report can say it): the server's context and the
+    prompts left out for it, the tokenizer and chat template used, how tokens per chunk are counted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    requested_suite: str                       # what the user asked for (a suite ref or a dataset)
+    tokenizer_source: str | None = None        # "--tokenizer", "the server's own (...)" or None
+    chat_template: str | None = None           # how chat messages reach the model (None: no chat requests)
+    context_length: int | None = None
+    context_source: str | None = None
+    left_out: int = 0                          # prompts whose prompt + max_tokens exceed the context
+    token_counting: str = ""                   # how tokens per chunk are counted
+    notes: tuple[str, ...] = ()                # the sentences the terminal prints
 
 
 class BenchConfig(BaseModel):
@@ -51,6 +69,18 @@ class BenchConfig(BaseModel):
     headers: tuple[tuple[str, str], ...] = ()
     tokenizer_path: str | None = None
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
+    # The workload options of vLLM's `bench serve` / SGLang's `bench_serving` (docs/bench.md).
+    dataset_name: Literal["random", "sharegpt", "custom"] | None = None
+    dataset_path: str | None = None
+    random_input_len: int = Field(default=1024, ge=1)
+    random_output_len: int = Field(default=128, ge=1)
+    random_range_ratio: float = Field(default=0.0, ge=0, lt=1)
+    ignore_eos: bool = False
+    raw_chat_format: bool = False              # allow plain "User: ..." text when no chat template is found
+    goodput: dict[str, float] = Field(default_factory=dict)    # SLO in ms per metric (GOODPUT_METRICS)
+    percentile_metrics: tuple[str, ...] = ("ttft", "tpot", "itl")
+    metric_percentiles: tuple[float, ...] = (99.0,)
+    prepared: PreparedWorkload | None = None   # set once, before the first request (load/workload.py)
 
     @field_validator("url")
     @classmethod
@@ -82,19 +112,51 @@ class BenchConfig(BaseModel):
             raise ValueError(f"rate must be > 0 requests/s (got {bad[0]})")
         return values
 
+    @field_validator("goodput")
+    @classmethod
+    def _known_slos(cls, slos: dict[str, float]) -> dict[str, float]:
+        for name, value in slos.items():
+            if name not in GOODPUT_METRICS:
+                raise ValueError(f"unknown goodput metric {name!r} (one of: {', '.join(GOODPUT_METRICS)})")
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"goodput {name} must be a number of ms >= 0 (got {value})")
+        return slos
+
+    @field_validator("percentile_metrics")
+    @classmethod
+    def _known_percentile_metrics(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [n for n in names if n not in PERCENTILE_METRICS]
+        if bad:
+            raise ValueError(f"unknown metric {bad[0]!r} (one of: {', '.join(PERCENTILE_METRICS)})")
+        return names
+
+    @field_validator("metric_percentiles")
+    @classmethod
+    def _valid_percentiles(cls, values: tuple[float, ...]) -> tuple[float, ...]:
+        bad = [v for v in values if not 0 < v <= 100]
+        if bad:
+            raise ValueError(f"percentiles must be in (0, 100] (got {bad[0]:g})")
+        return values
+
     @model_validator(mode="after")
     def _consistent(self) -> "BenchConfig":
-        if self.max_concurrency is not None and not self.rates:
-            raise ValueError("--max-concurrency caps open-loop points; give --rate too")
+        if self.dataset_name in ("sharegpt", "custom") and not self.dataset_path:
+            raise ValueError(f"--dataset-name {self.dataset_name} needs --dataset-path FILE")
+        if self.dataset_name == "random" and self.dataset_path:
+            raise ValueError("--dataset-name random builds its prompts; drop --dataset-path")
         if self.arrival == "poisson" and self.burstiness != 1.0:
             raise ValueError("--burstiness needs --arrival gamma (Poisson arrivals have burstiness 1)")
         return self
 
     def point_specs(self) -> list[PointSpec]:
-        """The run's load points, in the order they run."""
+        """The run's load points, in the order they run. ``max_concurrency`` caps open-loop points'
+        requests in flight and, for closed-loop points, their concurrency (alone: one closed-loop
+        point at that concurrency)."""
         common = dict(duration_s=self.duration_s, warmup_requests=self.warmup, seed=self.seed,
-                      max_tokens=self.max_tokens, temperature=self.temperature)
-        closed = self.concurrency or (() if self.rates else (1,))
+                      max_tokens=self.max_tokens, temperature=self.temperature, ignore_eos=self.ignore_eos)
+        closed = self.concurrency or (() if self.rates else (self.max_concurrency or 1,))
+        if self.max_concurrency is not None:
+            closed = tuple(dict.fromkeys(min(c, self.max_concurrency) for c in closed))
         specs = [PointSpec(mode="closed", concurrency=c, num_requests=self._count(max(16, 4 * c)), **common)
                  for c in closed]
         specs += [PointSpec(mode="open", rate=r, arrival=self.arrival, burstiness=self.burstiness,

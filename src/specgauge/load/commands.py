@@ -14,13 +14,14 @@ import click
 
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
+from specgauge.load.peer_flags import PEER_RUN_OPTIONS, PeerFlagsCommand, peer_options
 
 DB_OPTION_HELP = "results store (an SQLite file)"
 EXIT_TERMINATED = 128 + signal.SIGTERM
 # Options that define a run's load; --resume takes them from the stored run instead.
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "duration", "arrival",
                         "burstiness", "max_concurrency", "warmup", "seed", "max_tokens", "temperature",
-                        "model", "tokenizer", "max_error_rate")
+                        "model", "tokenizer", "max_error_rate") + PEER_RUN_OPTIONS
 
 
 class _NumberList(click.ParamType):
@@ -88,14 +89,18 @@ def _console(*, stderr: bool = False):
 
 
 def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
-    from specgauge.report.terminal import run_table
+    from specgauge.report.terminal import run_notes, run_table
 
-    _console(stderr=to_stderr).print(run_table(store.get_run(run_id), store.get_points(run_id)))
+    console, run, points = _console(stderr=to_stderr), store.get_run(run_id), store.get_points(run_id)
+    console.print(run_table(run, points))
+    for line in run_notes(run, points):
+        console.print(line, style="yellow" if line.startswith("warning") else None, soft_wrap=True, markup=False,
+                      highlight=False)
 
 
-@click.command("bench")
+@click.command("bench", cls=PeerFlagsCommand)
 @click.argument("url", required=False)
-@click.option("--api", type=click.Choice(API_NAMES), help="wire format of the server")
+@click.option("--api", type=click.Choice(API_NAMES), help="wire format of the server (default openai-chat)")
 @click.option("--concurrency", type=_NumberList(int), help="closed-loop points, e.g. 1,8,64 (1 = single stream)")
 @click.option("--rate", type=_NumberList(float), help="open-loop points in requests/s, e.g. 2,4")
 @click.option("--num-requests", type=click.IntRange(min=1), help="measured requests per point")
@@ -105,9 +110,10 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.option("--arrival", type=click.Choice(["poisson", "gamma"]), default="poisson", show_default=True)
 @click.option("--burstiness", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               help="gamma shape (< 1 burstier); needs --arrival gamma")
-@click.option("--max-concurrency", type=click.IntRange(min=1), help="cap on in-flight open-loop requests")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True,
-              help="warm-up requests per point, excluded from every figure")
+@click.option("--max-concurrency", type=click.IntRange(min=1),
+              help="cap on requests in flight (open loop) and on --concurrency; alone: one closed-loop point")
+@click.option("--warmup", "--num-warmups", "--warmup-requests", "warmup", type=click.IntRange(min=0), default=0,
+              show_default=True, help="warm-up requests per point, excluded from every figure")
 @click.option("--seed", type=int, default=0, show_default=True, help="prompt order and arrival times")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @click.option("--model", help="model name (else auto-detected from /v1/models)")
@@ -119,6 +125,7 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.option("--output-json", metavar="FILE", help="write the run as JSON ('-' for stdout)")
 @click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
 @click.option("--resume", "resume_run_id", type=int, metavar="RUN_ID", help="finish an interrupted run")
+@peer_options
 @click.pass_context
 def bench_command(ctx: click.Context, **options) -> None:
     """Benchmark the server at URL over one or more load points; every request is stored."""
@@ -146,6 +153,27 @@ def bench_command(ctx: click.Context, **options) -> None:
 
             document = run_document(store.get_run(summary.run_id), store.get_points(summary.run_id))
             _write_text(output_json, json.dumps(document, indent=2) + "\n")
+        if options["resume_run_id"] is None:
+            _peer_results(store, summary.run_id, options, to_stderr=output_json == "-")
+
+
+def _peer_results(store, run_id: int, options: dict, *, to_stderr: bool) -> None:
+    """The vLLM-style summary (goodput, chosen percentiles) and the --save-result file, when asked."""
+    from specgauge.load.peer_flags import wants_peer_summary
+    from specgauge.report.peer_result import default_result_filename, run_results, summary_lines, write_results
+
+    if not wants_peer_summary(options):
+        return
+    results = run_results(store, run_id)
+    for line in summary_lines(results):
+        click.echo(line, err=to_stderr)
+    if options["save_result"] or options["result_filename"]:
+        path = options["result_filename"] or default_result_filename(results)
+        try:
+            write_results(results, path)
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        click.echo(f"wrote {path}", err=to_stderr)
 
 
 def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
@@ -153,18 +181,17 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
     from pydantic import ValidationError
 
     from specgauge.load.bench_config import BenchConfig
+    from specgauge.load.peer_flags import bench_settings, resolve_url
     from specgauge.store import Store
     from specgauge.suites.registry import load_suite
 
-    if not options["url"]:
+    url = resolve_url(options)
+    if not url:
         raise click.UsageError("missing URL (or give --resume RUN_ID)")
-    if not options["api"]:
-        raise click.UsageError(f"missing --api (one of: {', '.join(API_NAMES)})")
     try:
         config = BenchConfig(
-            url=options["url"], api=options["api"], suite=options["suite"],
-            concurrency=options["concurrency"] or (), rates=options["rate"] or (),
-            num_requests=options["num_requests"], duration_s=options["duration"], arrival=options["arrival"],
+            url=url, suite=options["suite"], **bench_settings(options),
+            duration_s=options["duration"], arrival=options["arrival"],
             burstiness=options["burstiness"], max_concurrency=options["max_concurrency"],
             warmup=options["warmup"], seed=options["seed"], max_tokens=options["max_tokens"],
             temperature=options["temperature"], model=options["model"], api_key=options["api_key"],
@@ -208,11 +235,13 @@ async def _checked_run(config, db: str):
     from specgauge.client.endpoint import Endpoint
     from specgauge.client.probe import check_reachable
     from specgauge.load.bench import run_benchmark
+    from specgauge.load.workload import prepare_workload
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
-    await check_reachable(Endpoint(base_url=config.url, api=config.api, api_key=config.api_key,
-                                   headers=config.headers))
+    probe = Endpoint(base_url=config.url, api=config.api, api_key=config.api_key, headers=config.headers)
+    await check_reachable(probe)
+    config = await prepare_workload(config, probe, Path(db).resolve().parent)  # refusals: before the store exists
     _terminate_on_sigterm()
     with Store.open(db) as store:
         return await run_benchmark(config, store, RichProgress(db=db)), store.path

@@ -44,6 +44,7 @@ class PointSpec:
     seed: int = 0
     max_tokens: int | None = None
     temperature: float = 0.0
+    ignore_eos: bool = False   # ask the server to generate every max_tokens token
 
     def __post_init__(self) -> None:
         if self.mode == "closed":

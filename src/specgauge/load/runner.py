@@ -74,7 +74,7 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
         record = await send_request(session, endpoint, suite.requests[item.prompt_index],
                                     request_index=item.request_index, prompt_index=item.prompt_index,
                                     max_tokens=spec.max_tokens, temperature=spec.temperature,
-                                    scheduled_ns=scheduled_ns, timeouts=timeouts)
+                                    scheduled_ns=scheduled_ns, timeouts=timeouts, ignore_eos=spec.ignore_eos)
         records.append(record)
         if on_record is not None:
             on_record(record)

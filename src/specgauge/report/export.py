@@ -73,6 +73,7 @@ def point_document(point: PointRow) -> dict[str, Any]:
     doc["accept_length_requests"] = agg.get("accept_length_requests")
     doc["server_spec"] = agg.get("server_spec")
     doc["token_count_source"] = agg.get("token_count_source")
+    doc["load_warnings"] = agg.get("load_warnings") or []
     return doc
 
 

@@ -251,6 +251,8 @@ def _warnings_section(data: ReportData) -> str:
         flagged = [p for p in arm.points if p.flagged]
         items += [f"<li><strong>{escape(arm.label)}, concurrency {p.concurrency}</strong>: "
                   f"{escape(p.flag_reason or 'flagged')}</li>" for p in flagged]
+        items += [f"<li><strong>{escape(arm.label)}, concurrency {p.concurrency}</strong>: {escape(w)}</li>"
+                  for p in arm.points for w in p.load_warnings]
     items += [f"<li>{escape(note)}</li>" for note in data.notes]
     if not items:
         return ""

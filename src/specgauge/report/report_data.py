@@ -51,6 +51,7 @@ class ArmPoint:
     num_errors: int
     flagged: bool
     flag_reason: str | None
+    load_warnings: tuple[str, ...] = ()    # what limited the point besides its setting (analysis/saturation.py)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def _point(point: PointRow) -> ArmPoint | None:
                     ttft_ms=dict(doc["ttft_ms"]), tpot_ms=dict(doc["tpot_ms"]),
                     accept_length=doc["accept_length"], num_ok=doc["num_ok"] or 0,
                     num_errors=doc["num_errors"] or 0, flagged=bool(doc["flagged"]),
-                    flag_reason=doc["flag_reason"])
+                    flag_reason=doc["flag_reason"], load_warnings=tuple(doc.get("load_warnings") or ()))
 
 
 def _accept_by_domain(records: list[RequestRecord], measured: list[RequestRecord]

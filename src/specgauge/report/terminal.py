@@ -101,7 +101,7 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
     """The run's summary: one row per point; flagged points in red with the reason."""
     model = f" · {run.model}" if run.model else ""
     table = Table(title=f"run {run.id} · {run.api} {run.url}{model} · suite {run.suite_name}@{run.suite_version}"
-                        f" · {run.status}", title_justify="left")
+                        f" · {run.status}", title_justify="left", caption_justify="left")
     for header in ("point", "ok/err", "tok/s", "req/s", "conc", "TTFT p50", "TTFT p99", "TPOT p50",
                    "ICL p50", "ITL p50", "E2E p50", "accept", "note"):
         table.add_column(header, justify="left" if header in ("point", "note") else "right")
@@ -110,7 +110,7 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
         if point.status != "done":
             table.add_row(describe_point(point.spec), "-", *["-"] * 10, Text(point.status, style="yellow"))
             continue
-        note = Text(doc["flag_reason"], style="bold red") if doc["flagged"] else Text("")
+        note = point_note(doc)
         table.add_row(
             Text(describe_point(point.spec), style="red" if doc["flagged"] else ""),
             f"{doc['num_ok']}/{doc['num_errors']}",
@@ -124,6 +124,33 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
     counted = f" · token counts: {', '.join(sources)}" if sources else ""
     table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}"
     return table
+
+
+def run_notes(run: RunRow, points: list[PointRow]) -> list[str]:
+    """The lines printed under a run's table: what was done to the workload for this server
+    (prompts left out for its context, the chat template, token counting) and every point's
+    load warnings (:mod:`specgauge.analysis.saturation`)."""
+    prepared = (run.config or {}).get("prepared") or {}
+    lines = [f"note: {line}" for line in prepared.get("notes") or ()]
+    if run.config and run.config.get("ignore_eos"):
+        lines.append("note: ignore_eos on: every request was asked to generate all its max_tokens")
+    lines += [f"warning: {describe_point(point.spec)}: {warning}" for point in points
+              for warning in (point.aggregates or {}).get("load_warnings") or ()]
+    return lines
+
+
+def point_note(doc: dict) -> Text:
+    """The note cell of a point: why it is flagged, and its errors by class (``http_4xx 3, ...``)."""
+    note = Text()
+    if doc["flagged"]:
+        note.append(doc["flag_reason"] or "flagged", style="bold red")
+    if doc.get("load_warnings"):
+        note.append(("; " if note else "") + "limited: see below", style="yellow")
+    errors = doc.get("errors_by_class") or {}
+    if errors:
+        note.append(("; " if note else "") + "errors: " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())),
+                    style="red")
+    return note
 
 
 def runs_table(runs: list[tuple[RunRow, list[PointRow]]]) -> Table:
@@ -168,3 +195,23 @@ def comparisons_table(comparisons: list) -> Table:
         table.add_row(f"c{row.id}", row.started_at.replace("+00:00", ""), Text(row.status, style=status_style),
                       arms[0], arms[1], shown, advice)
     return table
+
+
+def comparison_notes(store, stages) -> list[str]:
+    """The lines under a comparison's verdict: each distinct workload note of its runs (prompts left
+    out for a server's context, the chat template) and every point with errors, by class and count.
+    ``stages``: the comparison's ``StageRuns``."""
+    notes: dict[str, None] = {}
+    errors = []
+    for stage in stages:
+        for arm, run_ids in (("baseline", stage.baseline_run_ids), ("speculative", stage.speculative_run_ids)):
+            for run_id in run_ids:
+                run = store.get_run(run_id)
+                for line in ((run.config or {}).get("prepared") or {}).get("notes") or ():
+                    notes.setdefault(f"note: {arm}: {line}")
+                for point in store.get_points(run_id):
+                    by_class = (point.aggregates or {}).get("errors_by_class") or {}
+                    if by_class:
+                        shown = ", ".join(f"{k} {v}" for k, v in sorted(by_class.items()))
+                        errors.append(f"errors: {arm} {stage.stage} (run {run_id}): {shown}")
+    return [*notes, *errors]

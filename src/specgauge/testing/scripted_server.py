@@ -40,7 +40,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 FAULTS = ("hang", "http_error", "not_sse", "malformed_json", "cut", "stall", "error_event", "typed_error_event",
-          "empty", "no_done", "abort")
+          "empty", "no_done", "abort", "immediate_stop")
 FAULT_MARKER = re.compile(r"\[\[fault:([a-z_]+)\]\]")
 FOREVER_S = 3600.0
 
@@ -68,7 +68,9 @@ class Script:
 
     Faults (``fault``): hang (no headers ever), http_error (``status`` + ``error_body``), not_sse
     (200 JSON body), malformed_json / cut / stall / error_event (``{"error": ...}``) /
-    typed_error_event (``event: error``) / abort (SGLang) after ``fault_after_chunks`` chunks, empty (only ``[DONE]``), no_done (ends cleanly without [DONE] or a finish reason).
+    typed_error_event (``event: error``) / abort (SGLang) after ``fault_after_chunks`` chunks, empty (only ``[DONE]``),
+    no_done (ends cleanly without [DONE] or a finish reason),
+    immediate_stop (not a fault: the first event finishes with ``stop`` and no text, one token: EOS).
     """
 
     ttft_s: float = 0.0
@@ -420,6 +422,9 @@ class ScriptedServer:
         if script.fault == "empty":
             await stream.event(b"[DONE]", None)
             return
+        if script.fault == "immediate_stop":
+            await self._immediate_stop(stream, truth, api, prompt_tokens, include_usage)
+            return
         next_at = t_recv / 1e9 + script.ttft_s
         produced, cumulative_text = 0, ""
         for chunk in range(script.num_chunks):
@@ -450,6 +455,21 @@ class ScriptedServer:
             final = {"id": truth.request_id, "object": "chat.completion.chunk", "choices": [], "usage": usage}
             final.update(script.openai_extra)
             await stream.event(orjson.dumps(final), None)
+        await stream.event(b"[DONE]", None)
+
+    async def _immediate_stop(self, stream: _Stream, truth: TruthRecord, api: str, prompt_tokens: int,
+                              include_usage: bool) -> None:
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1}
+        if api == "sglang":
+            meta = {"id": truth.request_id, "prompt_tokens": prompt_tokens, "completion_tokens": 1,
+                    "finish_reason": {"type": "stop", "matched": 0}}
+            await stream.event(orjson.dumps({"text": "", "meta_info": meta, "index": 0}), 1)
+        else:
+            choice = ({"index": 0, "delta": {"content": ""}, "finish_reason": "stop"} if api == "chat"
+                      else {"index": 0, "text": "", "finish_reason": "stop"})
+            await stream.event(orjson.dumps({"id": truth.request_id, "model": self.model, "choices": [choice]}), 1)
+            if include_usage:
+                await stream.event(orjson.dumps({"id": truth.request_id, "choices": [], "usage": usage}), None)
         await stream.event(b"[DONE]", None)
 
     async def _mid_stream_fault(self, stream: _Stream, script: Script, truth: TruthRecord, api: str) -> None:

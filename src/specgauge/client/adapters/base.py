@@ -53,6 +53,15 @@ def add_chunk(record: RequestRecord, state: StreamState, t_ns: int, text: str,
     state.cumulative_tokens.append(cumulative_tokens)
 
 
+def finished_without_text(record: RequestRecord, state: StreamState, t_ns: int,
+                          cumulative_tokens: int | None) -> None:
+    """A finishing event before any text (an immediate ``stop``: the one token was EOS, which has no
+    text) is the response's first token: count it as a chunk with empty text, as vLLM's and
+    SGLang's clients do, so the request is a valid short completion with a TTFT, not an error."""
+    if not record.chunk_times_ns:
+        add_chunk(record, state, t_ns, "", cumulative_tokens)
+
+
 SPEC_FIELDS = (("spec_verify_ct", int), ("spec_accept_length", float), ("spec_accept_rate", float))
 
 
@@ -88,8 +97,9 @@ class Adapter:
     path = ""
 
     def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
-                   temperature: float, tokenizer_path: str | None = None) -> dict:
-        """The JSON body for ``request`` (streaming on)."""
+                   temperature: float, tokenizer_path: str | None = None, ignore_eos: bool = False) -> dict:
+        """The JSON body for ``request`` (streaming on); ``ignore_eos`` asks the server to generate
+        exactly ``max_tokens`` (sent only when true)."""
         raise NotImplementedError
 
     def on_data(self, data: str, t_ns: int, record: RequestRecord, state: StreamState) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specgauge.client.adapters.base import Adapter, StreamState, add_chunk
+from specgauge.client.adapters.base import Adapter, StreamState, add_chunk, finished_without_text
 from specgauge.client.adapters.openai_common import parse_openai_event
 from specgauge.client.records import RequestRecord
 from specgauge.suites.model import SuiteRequest
@@ -17,7 +17,7 @@ class OpenAIChatAdapter(Adapter):
     path = "/v1/chat/completions"
 
     def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
-                   temperature: float, tokenizer_path: str | None = None) -> dict:
+                   temperature: float, tokenizer_path: str | None = None, ignore_eos: bool = False) -> dict:
         if request.messages is not None:
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
         else:
@@ -26,6 +26,9 @@ class OpenAIChatAdapter(Adapter):
                 "stream": True, "stream_options": {"include_usage": True}}
         if model is not None:
             body["model"] = model
+        if ignore_eos:  # a top-level extra: vLLM (vllm/benchmarks/lib/endpoint_request_func.py sends it so)
+            # and SGLang (CompletionRequest.ignore_eos, python/sglang/srt/entrypoints/openai/protocol.py)
+            body["ignore_eos"] = True
         return body
 
     def on_data(self, data: str, t_ns: int, record: RequestRecord, state: StreamState) -> None:
@@ -43,6 +46,8 @@ class OpenAIChatAdapter(Adapter):
                                for call in delta["tool_calls"] if isinstance(call, dict))
             if text:
                 add_chunk(record, state, t_ns, text, cumulative)
+        if choice.get("finish_reason"):
+            finished_without_text(record, state, t_ns, cumulative)
 
 
 ADAPTER = OpenAIChatAdapter()

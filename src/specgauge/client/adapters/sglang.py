@@ -11,6 +11,7 @@ from __future__ import annotations
 import orjson
 
 from specgauge.client.adapters.base import (Adapter, EventError, StreamState, add_chunk, bad_event,
+                                            finished_without_text,
                                             copy_spec_fields, copy_token_counts, server_error_message)
 from specgauge.client.prompts import prompt_text
 from specgauge.client.records import ErrorClass, RequestRecord
@@ -108,9 +109,11 @@ class SGLangAdapter(Adapter):
     path = "/generate"
 
     def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
-                   temperature: float, tokenizer_path: str | None = None) -> dict:
-        return {"text": prompt_text(request, tokenizer_path), "stream": True,
-                "sampling_params": {"max_new_tokens": max_tokens, "temperature": temperature}}
+                   temperature: float, tokenizer_path: str | None = None, ignore_eos: bool = False) -> dict:
+        sampling = {"max_new_tokens": max_tokens, "temperature": temperature}
+        if ignore_eos:  # SGLang's sampling_params.ignore_eos (python/sglang/bench_serving.py sends it so)
+            sampling["ignore_eos"] = True
+        return {"text": prompt_text(request, tokenizer_path), "stream": True, "sampling_params": sampling}
 
     def on_data(self, data: str, t_ns: int, record: RequestRecord, state: StreamState) -> None:
         try:
@@ -130,6 +133,8 @@ class SGLangAdapter(Adapter):
             if delta:
                 cumulative = meta.get("completion_tokens") if meta else None
                 add_chunk(record, state, t_ns, delta, cumulative)
+        if record.finish_reason is not None:
+            finished_without_text(record, state, t_ns, meta.get("completion_tokens") if meta else None)
 
 
 ADAPTER = SGLangAdapter()
