@@ -16,7 +16,7 @@ async def test_identical_servers_on_a_drifting_machine_get_no_claim(tmp_path, ro
     with baseline, speculative, Store.open(tmp_path / "c.db") as store:
         plan = ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value=baseline.url),
                            speculative=ArmConfig(name="speculative", kind="url", value=speculative.url),
-                           api="sglang", domains=("coding", "encyclopedic"), concurrency=(1, 2, 4, 8),
+                           api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"), concurrency=(1, 2, 4, 8),
                            num_requests_single=6, num_requests_sweep=16, warmup=1, rounds=rounds,
                            bootstrap_resamples=400, label="same server")
         result = await run_comparison(plan, store)
@@ -52,7 +52,7 @@ async def test_a_domain_with_acceptance_near_one_alarms_though_the_mean_is_fine(
     with baseline, speculative, Store.open(tmp_path / "c.db") as store:
         plan = ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value=baseline.url),
                            speculative=ArmConfig(name="speculative", kind="url", value=speculative.url),
-                           api="sglang", domains=("coding", "encyclopedic"), concurrency=(1,),
+                           api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"), concurrency=(1,),
                            num_requests_single=6, num_requests_sweep=6, warmup=0, bootstrap_resamples=200)
         result = await run_comparison(plan, store)
     assert result.acceptance_by_domain["encyclopedic"] == pytest.approx(1.03)

@@ -216,7 +216,7 @@ def test_a_launched_arm_that_dies_mid_comparison_is_named_with_its_log(tmp_path)
     """Issue 17: a killed launched arm was reported as 'cannot reach URL' without its name or log."""
     dies = "timeout 12 " + launch_command({"ttft_s": 0.01, "chunk_delay_s": 0.05, "num_chunks": 40})
     lives = launch_command({"ttft_s": 0.01, "chunk_delay_s": 0.001, "num_chunks": 4})
-    done = run_cli("compare", "--api", "sglang", "--baseline-cmd", dies, "--speculative-cmd", lives,
+    done = run_cli("compare", "--api", "sglang", "--raw-chat-format", "--baseline-cmd", dies, "--speculative-cmd", lives,
                    "--domains", "coding", "--concurrency", "1", "--num-requests", "12", "--warmup", "0",
                    "--db", str(tmp_path / "c.db"), log_dir=tmp_path, timeout=180)
     assert done.returncode == 2 and "Traceback" not in done.stderr

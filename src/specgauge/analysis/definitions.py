@@ -13,6 +13,9 @@ from __future__ import annotations
 from specgauge.client.records import RequestRecord
 
 NS_PER_MS = 1_000_000
+# The metrics a goodput SLO may name, in vLLM's spelling (vllm/benchmarks/serve.py, check_goodput_args):
+# a request counts toward goodput when it meets every SLO given (milliseconds).
+GOODPUT_METRICS = ("ttft", "tpot", "e2el")
 
 
 def ttft_ms(record: RequestRecord) -> float | None:

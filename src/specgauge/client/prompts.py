@@ -33,7 +33,7 @@ def render_plain(messages: tuple[ChatMessage, ...]) -> str:
 
 
 @lru_cache(maxsize=8)
-def _chat_template(tokenizer_path: str):
+def chat_template(tokenizer_path: str):
     """The compiled chat template next to ``tokenizer_path`` and its special tokens, or None."""
     config_path = Path(tokenizer_path).with_name("tokenizer_config.json")
     if not config_path.exists():
@@ -73,7 +73,7 @@ def prompt_text(request: SuiteRequest, tokenizer_path: str | None = None) -> str
     if request.prompt is not None:
         return request.prompt
     assert request.messages is not None
-    template = _chat_template(tokenizer_path) if tokenizer_path else None
+    template = chat_template(tokenizer_path) if tokenizer_path else None
     if template is None:
         return render_plain(request.messages)
     compiled, bos, eos = template

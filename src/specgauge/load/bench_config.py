@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specgauge.analysis.aggregate import DEFAULT_MAX_ERROR_RATE
 from specgauge.client.endpoint import API_NAMES
-from specgauge.load.peer_flags import GOODPUT_METRICS, PERCENTILE_METRICS
+from specgauge.analysis.definitions import GOODPUT_METRICS
+from specgauge.load.peer_flags import PERCENTILE_METRICS
 from specgauge.load.plan import PointSpec
 
 # Header names whose values are never written to the store (give them again on --resume).

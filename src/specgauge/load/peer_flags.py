@@ -18,7 +18,8 @@ import re
 
 import click
 
-GOODPUT_METRICS = ("ttft", "tpot", "e2el")               # vLLM's SLO names (check_goodput_args)
+from specgauge.analysis.definitions import GOODPUT_METRICS
+
 PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2el")      # vLLM's --percentile-metrics names
 INF_RATE_DEFAULT_REQUESTS = 64                            # bench's open-loop default count
 

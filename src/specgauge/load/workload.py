@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specgauge.client.endpoint import Endpoint
-from specgauge.client.prompts import _chat_template, prompt_text
+from specgauge.client.prompts import chat_template, prompt_text
 from specgauge.client.server_model import ServerModel, describe_server_model
 from specgauge.client.tokens import load_tokenizer
 from specgauge.errors import UserError
@@ -75,7 +75,7 @@ def _chat_template_choice(config: BenchConfig, suite: Suite, tokenizer_path: str
         return None
     if config.api not in RAW_TEXT_APIS:
         return "the server's own (chat API: the server applies its template)"
-    if tokenizer_path and _chat_template(tokenizer_path) is not None:
+    if tokenizer_path and chat_template(tokenizer_path) is not None:
         return f"the model's chat template ({Path(tokenizer_path).with_name('tokenizer_config.json')})"
     if config.raw_chat_format:
         return "plain 'Role: content' blocks ending in 'Assistant:' (--raw-chat-format; not the model's template)"
@@ -110,7 +110,7 @@ def _fit_to_context(config: BenchConfig, suite: Suite, server: ServerModel, toke
         return suite, 0, [f"the server's context is {context} tokens, but no tokenizer is known to count prompt "
                           f"tokens (pass --tokenizer): prompt lengths not checked"]
     tokenizer = load_tokenizer(tokenizer_path)
-    templated = _chat_template(tokenizer_path) is not None
+    templated = chat_template(tokenizer_path) is not None
     keep = [r for r in suite.requests
             if _prompt_tokens(tokenizer, tokenizer_path, r, config.api, templated)
             + (config.max_tokens or r.max_tokens) <= context]

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from specgauge.analysis import definitions
+from specgauge.analysis.definitions import GOODPUT_METRICS
 from specgauge.client.records import RequestRecord
-from specgauge.load.peer_flags import GOODPUT_METRICS
 from specgauge.store import PointRow, RunRow, Store
 
 SECONDS_PER_MS = 1e-3
