@@ -151,26 +151,39 @@ def test_secrets_are_not_stored_and_resume_asks_for_them(cli_here, server, tmp_p
     assert again.returncode == 0, again.stderr
 
 
-@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_sigint_and_sigterm_mark_the_run_interrupted(tmp_path, signum, exit_code):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(("signum", "exit_code", "inherited_sigint"), [
+    (signal.SIGINT, 130, "default"),
+    (signal.SIGTERM, 143, "default"),
+    # A shell without job control (a script, CI, `cmd &`) starts background commands with SIGINT
+    # ignored; Ctrl-C / kill -INT must still stop the run (it used to finish with exit 0).
+    (signal.SIGINT, 130, "ignored"),
+])
+def test_sigint_and_sigterm_mark_the_run_interrupted(tmp_path, signum, exit_code, inherited_sigint):
     db = tmp_path / "r.db"
     with ScriptedServer(Script(ttft_s=0.05, num_chunks=2)) as srv:
         proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", srv.url, "--api", "openai-chat",
                                  "--num-requests", "200", "--db", str(db)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_ignore_sigint if inherited_sigint == "ignored" else None)
         try:
-            deadline = time.monotonic() + 30
-            while len(_stored_requests(db)) < 2 and time.monotonic() < deadline:
+            deadline = time.monotonic() + 120        # a safety net only: the condition is the stored rows
+            while len(_stored_requests(db)) < 2 and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
+            assert len(_stored_requests(db)) >= 2 and proc.poll() is None, "the run never got going"
             proc.send_signal(signum)
-            _, stderr = proc.communicate(timeout=20)
+            _, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
-    assert proc.returncode == exit_code and "Traceback" not in stderr
+    assert proc.returncode == exit_code and "Traceback" not in stderr, stderr
     assert "finish it with: specgauge bench --resume 1" in stderr
     assert stderr.strip().splitlines()[-1].startswith("specgauge: ")  # one closing line
+    assert len(_stored_requests(db)) < 200
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
 

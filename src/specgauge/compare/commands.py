@@ -12,27 +12,16 @@ import click
 
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
-from specgauge.load.commands import (EXIT_TERMINATED, _NumberList, _one_line_validation_error,
-                                     _terminate_on_sigterm, _write_text)
+from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
 
 EXIT_REGRESSION = 1
 
 
 def _run(work):
-    """Run a coroutine; SIGTERM cancels it like Ctrl-C, so launched arms are stopped on the way out."""
-    import asyncio
+    """Run a coroutine; SIGINT or SIGTERM cancels it, so launched arms are stopped on the way out."""
+    from specgauge.load.stop_signals import run_stoppable
 
-    from specgauge.load.runner import run_async
-
-    async def guarded():
-        _terminate_on_sigterm()
-        return await work
-
-    try:
-        return run_async(guarded())
-    except asyncio.CancelledError:
-        click.echo("specgauge: terminated", err=True)
-        raise click.exceptions.Exit(EXIT_TERMINATED) from None
+    return run_stoppable(work)
 
 
 def _names(value: str | None) -> tuple[str, ...]:

@@ -6,7 +6,6 @@ Heavy imports (numpy, aiohttp, rich tables) stay inside the command bodies.
 from __future__ import annotations
 
 import math
-import signal
 import sys
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at i
 from specgauge.errors import UserError
 
 DB_OPTION_HELP = "results store (an SQLite file)"
-EXIT_TERMINATED = 128 + signal.SIGTERM
 # Options that define a run's load; --resume takes them from the stored run instead.
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "duration", "arrival",
                         "burstiness", "max_concurrency", "warmup", "seed", "max_tokens", "temperature",
@@ -122,9 +120,7 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.pass_context
 def bench_command(ctx: click.Context, **options) -> None:
     """Benchmark the server at URL over one or more load points; every request is stored."""
-    import asyncio
-
-    from specgauge.load.runner import run_async
+    from specgauge.load.stop_signals import run_stoppable
     from specgauge.report.export import run_document
     from specgauge.store import Store
 
@@ -133,11 +129,7 @@ def bench_command(ctx: click.Context, **options) -> None:
         work = _prepare_resume(ctx, options, headers)
     else:
         work = _prepare_new_run(options, headers)
-    try:
-        summary, store_path = run_async(work)
-    except asyncio.CancelledError:  # SIGTERM (see _terminate_on_sigterm): the run is marked interrupted
-        click.echo("specgauge: terminated", err=True)
-        raise click.exceptions.Exit(EXIT_TERMINATED) from None
+    summary, store_path = run_stoppable(work)  # SIGINT/SIGTERM: the run is marked interrupted, exit 130/143
     output_json = options["output_json"]
     with Store.open(store_path, create=False) as store:
         _print_run(store, summary.run_id, to_stderr=output_json == "-")
@@ -194,15 +186,6 @@ def _prepare_resume(ctx: click.Context, options: dict, headers: tuple[tuple[str,
     return _resume(run_id, db, options["api_key"], headers)
 
 
-def _terminate_on_sigterm() -> None:
-    """Let SIGTERM cancel the running sweep like Ctrl-C does, so the run is marked interrupted."""
-    import asyncio
-
-    task = asyncio.current_task()
-    if task is not None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-
-
 async def _checked_run(config, db: str):
     """Check the server answers before the store file is created, then run the sweep."""
     from specgauge.client.endpoint import Endpoint
@@ -213,7 +196,6 @@ async def _checked_run(config, db: str):
 
     await check_reachable(Endpoint(base_url=config.url, api=config.api, api_key=config.api_key,
                                    headers=config.headers))
-    _terminate_on_sigterm()
     with Store.open(db) as store:
         return await run_benchmark(config, store, RichProgress()), store.path
 
@@ -223,7 +205,6 @@ async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tupl
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
-    _terminate_on_sigterm()
     with Store.open(db, create=False) as store:
         return await resume_benchmark(run_id, store, RichProgress(), api_key=api_key, headers=headers), store.path
 
