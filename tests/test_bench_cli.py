@@ -305,6 +305,50 @@ def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
     assert doc["points"][0]["segments"] == 1 and doc["points"][1]["segments"] == 2
 
 
+def test_a_server_killed_mid_run_fails_the_run_and_resume_finishes_it(tmp_path):
+    db = tmp_path / "r.db"
+    script = Script(ttft_s=0.01, chunk_delay_s=0.002, num_chunks=4, tokens_per_chunk=2)
+    server = ScriptedServer(script).__enter__()
+    port, stopped = server.port, False
+    proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", server.url, "--api", "openai-chat",
+                             "--concurrency", "4", "--num-requests", "300", "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120        # a safety net only: the condition is the requests served
+        while len(_stored_requests(db)) < 20 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before the server was stopped"
+        server.__exit__(None, None, None)        # the server dies with requests in flight
+        stopped = True
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if not stopped:
+            server.__exit__(None, None, None)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 3 and "Traceback" not in stderr, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("specgauge: error: run 1 stopped: the server at http://127.0.0.1:") and \
+        "stopped answering (connection refused" in last and "at point c=4:" in last, last
+    assert last.endswith(f"when the server answers again, finish it with: specgauge bench --resume 1 --db {db}")
+    stored = _stored_requests(db)
+    with closing(sqlite3.connect(db)) as conn:
+        status, error = conn.execute("SELECT status, error FROM runs").fetchone()
+        errors = conn.execute("SELECT COUNT(*) FROM requests WHERE error_class IS NOT NULL").fetchone()[0]
+    assert status == "failed" and "stopped answering" in error and "\n" not in error
+    assert errors == 0                              # nothing of the outage was written as an error
+    assert 20 <= len(stored) < 300 and f"{len(stored)} of 300 requests stored" in last
+
+    with ScriptedServer(script, port=port):        # the server is back on the same address
+        resumed = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+    assert resumed.returncode == 0, resumed.stderr
+    (point,) = json.loads(resumed.stdout)["points"]
+    after = _stored_requests(db)
+    assert len(after) == 300 and len({r for _, r, _ in after}) == 300 and set(stored) <= set(after)
+    assert (point["num_ok"], point["num_errors"], point["segments"]) == (300, 0, 2)
+
+
 def test_bench_config_points_and_what_is_stored():
     config = BenchConfig(url="http://127.0.0.1:1/", api="sglang", concurrency=(1, 8), rates=(2.5,),
                          api_key="sk-x", headers=(("Authorization", "Bearer y"), ("X-Team", "infra")))

@@ -65,7 +65,7 @@ def classify_exception(exc: BaseException, headers_received: bool) -> tuple[Erro
             return ErrorClass.CONNECT_REFUSED, text
         if isinstance(exc.os_error, ssl.SSLError):
             return ErrorClass.TLS, text
-        return ErrorClass.OTHER, text
+        return ErrorClass.CONNECT_FAILED, text
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ErrorClass.CONNECT_TIMEOUT, text
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
@@ -76,7 +76,7 @@ def classify_exception(exc: BaseException, headers_received: bool) -> tuple[Erro
                         aiohttp.ClientOSError, ConnectionResetError)):
         if headers_received:
             return ErrorClass.STREAM_CUT, text
-        return ErrorClass.OTHER, f"connection closed before response headers ({text})"
+        return ErrorClass.CONNECTION_LOST, f"connection closed before response headers ({text})"
     return ErrorClass.OTHER, text
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import platform
+import sqlite3
 from dataclasses import dataclass
 
 from specgauge import __version__
@@ -20,7 +21,7 @@ from specgauge.load.bench_config import REDACTED, BenchConfig, describe_point
 from specgauge.load.plan import Endpoint, PointSpec
 from specgauge.load.runner import PointOutcome, run_point
 from specgauge.report.progress import BenchProgress, NullProgress
-from specgauge.store import PointRow, Store
+from specgauge.store import PointRow, Store, StoreWriteError
 from specgauge.store.turn_writer import TurnWriter
 from specgauge.suites.model import Suite
 from specgauge.suites.registry import load_suite
@@ -46,6 +47,59 @@ class RunSummary:
     @property
     def flagged(self) -> bool:
         return any(p.aggregate.flagged for p in self.points)
+
+
+class RunStopped(UserError):
+    """A run stopped before its end for a reason outside specgauge (the server stopped answering,
+    the store cannot be written). It is marked ``failed`` with the reason, everything stored stays,
+    and ``--resume`` finishes it; the exit code is the cause's (3 server, 4 store)."""
+
+    def __init__(self, run_id: int, cause: UserError, where: str) -> None:
+        super().__init__(f"run {run_id} stopped: {cause}{where}")
+        self.run_id = run_id
+        self.cause = cause
+        self.exit_code = cause.exit_code
+
+    def with_resume(self, command: str) -> UserError:
+        """This error as one line ending in the command (``specgauge bench --resume 3 --db r.db``)
+        that finishes the run, with the exit code kept."""
+        from specgauge.load.outage import ServerDown
+
+        when = "when the server answers again" if isinstance(self.cause, ServerDown) else \
+            "once the store can be written (free space, or move the file)"
+        error = UserError(f"{self}; {when}, finish it with: {command}")
+        error.exit_code = self.exit_code
+        return error
+
+
+def _stop_run(store: Store, run_id: int, progress: BenchProgress, exc: BaseException,
+              point: PointRow | None) -> BaseException:
+    """Mark the run stopped by ``exc`` (best effort: the store may be what failed); the exception
+    to raise in its place."""
+    if isinstance(exc, sqlite3.Error):
+        exc = StoreWriteError(store.path, exc)
+    interrupted = isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt))
+    status = "interrupted" if interrupted else "failed"
+    error = None if interrupted else (str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}")
+    try:
+        store.commit()
+        store.set_run_status(run_id, status, error=error)
+    except (sqlite3.Error, StoreWriteError):  # cannot be written: the run stays 'running', resumable all the same
+        pass
+    progress.run_finished(run_id, status)
+    if isinstance(exc, UserError) and exc.exit_code != 2 and point is not None:
+        return RunStopped(run_id, exc, _where(store, point))
+    return exc
+
+
+def _where(store: Store, point: PointRow) -> str:
+    """``; at point c=4: 136 of 600 requests stored`` (best effort)."""
+    try:
+        stored = len(store.measured_indices(point.id))
+    except sqlite3.Error:
+        return ""
+    total = point.spec.get("num_requests")
+    return f"; at point {describe_point(point.spec)}: {stored}{f' of {total}' if total else ''} requests stored"
 
 
 def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
@@ -106,14 +160,11 @@ async def run_point_at(run: OpenRun, point_index: int) -> PointResult:
     point = next(p for p in run.store.get_points(run.run_id) if p.point_index == point_index)
     try:
         await _run_point(run.store, point, run.endpoint, run.suite, run.config, run.progress)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        run.store.set_run_status(run.run_id, "interrupted")
-        run.progress.run_finished(run.run_id, "interrupted")
-        raise
     except BaseException as exc:
-        run.store.set_run_status(run.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
-        run.progress.run_finished(run.run_id, "failed")
-        raise
+        stopped = _stop_run(run.store, run.run_id, run.progress, exc, point)
+        if stopped is exc:
+            raise
+        raise stopped from None
     done = next(p for p in run.store.get_points(run.run_id) if p.point_index == point_index)
     return PointResult(done.point_index, done.spec, PointAggregate.from_dict(done.aggregates))
 
@@ -183,19 +234,17 @@ def resumable_by_index(spec: PointSpec) -> bool:
 
 async def _run_points(run_id: int, store: Store, endpoint: Endpoint, suite: Suite, config: BenchConfig,
                       progress: BenchProgress) -> RunSummary:
+    point = None
     try:
         for point in store.get_points(run_id):
             if point.status != "done":
                 await _run_point(store, point, endpoint, suite, config, progress)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        store.set_run_status(run_id, "interrupted")
-        progress.run_finished(run_id, "interrupted")
-        raise
+        store.set_run_status(run_id, "done")
     except BaseException as exc:
-        store.set_run_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
-        progress.run_finished(run_id, "failed")
-        raise
-    store.set_run_status(run_id, "done")
+        stopped = _stop_run(store, run_id, progress, exc, point)
+        if stopped is exc:
+            raise
+        raise stopped from None
     progress.run_finished(run_id, "done")
     return _summary(run_id, "done", store.get_points(run_id))
 

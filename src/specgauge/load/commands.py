@@ -120,6 +120,7 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.pass_context
 def bench_command(ctx: click.Context, **options) -> None:
     """Benchmark the server at URL over one or more load points; every request is stored."""
+    from specgauge.load.bench import RunStopped
     from specgauge.load.stop_signals import run_stoppable
     from specgauge.report.export import run_document
     from specgauge.store import Store
@@ -129,7 +130,10 @@ def bench_command(ctx: click.Context, **options) -> None:
         work = _prepare_resume(ctx, options, headers)
     else:
         work = _prepare_new_run(options, headers)
-    summary, store_path = run_stoppable(work)  # SIGINT/SIGTERM: the run is marked interrupted, exit 130/143
+    try:
+        summary, store_path = run_stoppable(work)  # SIGINT/SIGTERM: the run is marked interrupted, exit 130/143
+    except RunStopped as stopped:  # the server stopped answering (exit 3), the store is full (4)
+        raise stopped.with_resume(f"specgauge bench --resume {stopped.run_id} --db {options['db']}") from None
     output_json = options["output_json"]
     with Store.open(store_path, create=False) as store:
         _print_run(store, summary.run_id, to_stderr=output_json == "-")

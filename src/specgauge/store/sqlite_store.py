@@ -35,6 +35,18 @@ _ENCODED_FIELDS = ("chunk_times_ns", "chunk_tokens", "token_count_source", "erro
 STORED_RECORD_FIELDS = frozenset(_PLAIN_FIELDS + _ENCODED_FIELDS)
 
 
+class StoreWriteError(UserError):
+    """The results store could not be written (disk full, read-only, removed): exit code 4.
+
+    Everything committed before stays; ``bench --resume`` finishes the run once it can be written.
+    """
+
+    exit_code = 4
+
+    def __init__(self, path: Path | str, error: BaseException) -> None:
+        super().__init__(f"cannot write to the results store {path}: {' '.join(str(error).split())}")
+
+
 def utc_now() -> str:
     """The current time as ISO-8601 UTC, seconds precision."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -204,11 +216,18 @@ class Store(ComparisonTables):
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
-        """Commit what is pending, checkpoint and close the connection."""
-        self.commit()
+        """Commit what is pending, checkpoint and close the connection.
+
+        Closing never raises for a store that cannot be written any more (disk full): what could
+        not be committed is rolled back, and the connection is closed all the same.
+        """
+        try:
+            self.commit()
+        except StoreWriteError:
+            pass
         try:
             self.checkpoint()
-        except sqlite3.Error:  # another connection holds the log; it checkpoints on its own close
+        except sqlite3.Error:  # another connection holds the log (it checkpoints on its own close), or no space
             pass
         self._db.close()
 
@@ -324,12 +343,25 @@ class Store(ComparisonTables):
             raise UserError(f"request {record.request_index} of point {point_id} is stored already "
                             f"(is another specgauge process running this run?)") from exc
         except sqlite3.Error as exc:  # disk full, file removed, read-only...: one line, not a traceback
-            raise UserError(f"cannot write to the results store {self.path}: {exc}") from None
+            raise StoreWriteError(self.path, exc) from None
 
     def commit(self) -> None:
-        """Commit the open transaction, if any."""
+        """Commit the open transaction, if any; a failed commit (disk full...) rolls it back and
+        raises :class:`StoreWriteError`."""
         if self._db.in_transaction:
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self.rollback()
+                raise StoreWriteError(self.path, exc) from None
+
+    def rollback(self) -> None:
+        """Drop the open transaction, if any (never raises)."""
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
     def measured_indices(self, point_id: int) -> frozenset[int]:
         """Request indices of the point's measured requests that are stored."""
