@@ -349,6 +349,36 @@ def test_a_server_killed_mid_run_fails_the_run_and_resume_finishes_it(tmp_path):
     assert (point["num_ok"], point["num_errors"], point["segments"]) == (300, 0, 2)
 
 
+def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(cli_here, server, tmp_path, monkeypatch):
+    # A real SQLite file whose size is capped (max_page_count) once 10 requests are stored: the
+    # next INSERT that needs a page fails with SQLITE_FULL, as on a full disk.
+    db = tmp_path / "r.db"
+    add_request = Store.add_request
+
+    def filling_up(store, point_id, record, **kwargs):
+        if store._db.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 10:
+            pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+            store._db.execute(f"PRAGMA max_page_count = {pages}")
+        return add_request(store, point_id, record, **kwargs)
+
+    monkeypatch.setattr(Store, "add_request", filling_up)
+    full = cli_here("bench", server.url, "--api", "openai-chat", "--concurrency", "2", "--num-requests", "300",
+                    "--db", str(db))
+    monkeypatch.undo()
+    assert full.returncode == 4 and "Traceback" not in full.stderr, full.stderr
+    last = full.stderr.strip().splitlines()[-1]
+    assert last.startswith("specgauge: error: run 1 stopped: cannot write to the results store") and \
+        "database or disk is full" in last and last.endswith(f"specgauge bench --resume 1 --db {db}"), last
+    kept = _stored_requests(db)
+    assert 10 <= len(kept) < 300                      # what was committed before stays
+
+    resumed = cli_here("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+    assert resumed.returncode == 0, resumed.stderr
+    (point,) = json.loads(resumed.stdout)["points"]
+    after = _stored_requests(db)
+    assert len(after) == 300 and set(kept) <= set(after) and point["num_ok"] == 300
+
+
 def test_bench_config_points_and_what_is_stored():
     config = BenchConfig(url="http://127.0.0.1:1/", api="sglang", concurrency=(1, 8), rates=(2.5,),
                          api_key="sk-x", headers=(("Authorization", "Bearer y"), ("X-Team", "infra")))
