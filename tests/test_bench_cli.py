@@ -379,6 +379,37 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(cli_here
     assert len(after) == 300 and set(kept) <= set(after) and point["num_ok"] == 300
 
 
+def test_a_second_resume_of_the_same_run_refuses_before_sending(tmp_path):
+    db = tmp_path / "r.db"
+    with ScriptedServer(Script(ttft_s=0.02, num_chunks=2)) as srv:
+        made = cli("bench", srv.url, "--api", "openai-chat", "--num-requests", "120", "--db", str(db))
+        assert made.returncode == 0, made.stderr
+        with closing(sqlite3.connect(db)) as conn:   # as if killed after 5 requests
+            conn.execute("DELETE FROM requests WHERE request_index >= 5")
+            conn.execute("UPDATE points SET status = 'running'")
+            conn.execute("UPDATE runs SET status = 'running'")
+            conn.commit()
+        first = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", "--resume", "1", "--db", str(db)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120   # a safety net only: the condition is the first one's new rows
+            while len(_stored_requests(db)) < 7 and first.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert first.poll() is None, "the first resume ended too soon"
+            second = cli("bench", "--resume", "1", "--db", str(db), "--header", "X-Who: second")
+            _, first_err = first.communicate(timeout=120)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait(10)
+        sent_by_second = [h for h in srv.headers_seen if h.get("X-Who") == "second"]
+    assert_one_line_error(second, "run 1 is being run by another specgauge", f"pid {first.pid}")
+    assert sent_by_second == []
+    assert first.returncode == 0, first_err
+    after = _stored_requests(db)
+    assert len(after) == 120 and len({r for _, r, _ in after}) == 120
+
+
 def test_bench_config_points_and_what_is_stored():
     config = BenchConfig(url="http://127.0.0.1:1/", api="sglang", concurrency=(1, 8), rates=(2.5,),
                          api_key="sk-x", headers=(("Authorization", "Bearer y"), ("X-Team", "infra")))

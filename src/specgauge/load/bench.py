@@ -21,7 +21,7 @@ from specgauge.load.bench_config import REDACTED, BenchConfig, describe_point
 from specgauge.load.plan import Endpoint, PointSpec
 from specgauge.load.runner import PointOutcome, run_point
 from specgauge.report.progress import BenchProgress, NullProgress
-from specgauge.store import PointRow, Store, StoreWriteError
+from specgauge.store import PointRow, RunRow, Store, StoreWriteError
 from specgauge.store.turn_writer import TurnWriter
 from specgauge.suites.model import Suite
 from specgauge.suites.registry import load_suite
@@ -86,6 +86,7 @@ def _stop_run(store: Store, run_id: int, progress: BenchProgress, exc: BaseExcep
         store.set_run_status(run_id, status, error=error)
     except (sqlite3.Error, StoreWriteError):  # cannot be written: the run stays 'running', resumable all the same
         pass
+    store.release_run(run_id)
     progress.run_finished(run_id, status)
     if isinstance(exc, UserError) and exc.exit_code != 2 and point is not None:
         return RunStopped(run_id, exc, _where(store, point))
@@ -114,7 +115,10 @@ async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgre
     cannot be reached.
     """
     run = await open_run(config, store, progress)
-    return await _run_points(run.run_id, store, run.endpoint, run.suite, config, run.progress)
+    try:
+        return await _run_points(run.run_id, store, run.endpoint, run.suite, config, run.progress)
+    finally:
+        store.release_run(run.run_id)
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,7 @@ async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | 
         suite_hash=suite.content_hash, server_fingerprint=server,
         server_info=server.get("server_info"), response_headers=server.get("headers"),
     )
+    store.claim_run(run_id)
     store.add_points(run_id, [dataclasses.asdict(spec) for spec in specs])
     progress.run_started(run_id, len(specs), resumed=False)
     return OpenRun(run_id, store, endpoint, suite, config, progress)
@@ -174,6 +179,7 @@ def close_run(run: OpenRun) -> RunSummary:
     points = run.store.get_points(run.run_id)
     status = "done" if all(p.status == "done" for p in points) else "interrupted"
     run.store.set_run_status(run.run_id, status)
+    run.store.release_run(run.run_id)
     run.progress.run_finished(run.run_id, status)
     return _summary(run.run_id, status, points)
 
@@ -188,6 +194,16 @@ async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | 
     """
     progress = progress or NullProgress()
     run = store.get_run(run_id)
+    store.claim_run(run_id)  # a second process resuming the same run refuses here, before sending anything
+    try:
+        return await _resume_claimed(run, store, progress, api_key=api_key, headers=headers)
+    finally:
+        store.release_run(run_id)
+
+
+async def _resume_claimed(run: RunRow, store: Store, progress: BenchProgress, *, api_key: str | None,
+                          headers: tuple[tuple[str, str], ...]) -> RunSummary:
+    run_id = run.id
     config = _restore_config(run.config, api_key=api_key, headers=headers)
     suite = load_suite(config.suite)
     if suite.content_hash != run.suite_hash:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
 from specgauge.errors import UserError
 from specgauge.store import codec
+from specgauge.store.claims import RunClaims
 from specgauge.store.comparisons import ComparisonTables
 from specgauge.store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
@@ -132,7 +133,7 @@ def _row_record(row: sqlite3.Row) -> RequestRecord:
     )
 
 
-class Store(ComparisonTables):
+class Store(ComparisonTables, RunClaims):
     """The SQLite results store. Open it with :meth:`Store.open`; use as a context manager."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
