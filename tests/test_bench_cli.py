@@ -254,6 +254,11 @@ async def test_resume_finishes_closed_points_by_index_and_reruns_open_ones(tmp_p
     assert summary.points[0].aggregate.segments == 2 and summary.points[1].aggregate.segments == 1
 
 
+def _error_rows(db) -> list[tuple[str, str]]:
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT error_class, error_message FROM requests WHERE error_class IS NOT NULL").fetchall()
+
+
 def _stored_requests(db) -> list[tuple[int, int, int]]:
     conn = sqlite3.connect(db)
     try:
@@ -337,7 +342,7 @@ def test_a_server_killed_mid_run_fails_the_run_and_resume_finishes_it(tmp_path):
         status, error = conn.execute("SELECT status, error FROM runs").fetchone()
         errors = conn.execute("SELECT COUNT(*) FROM requests WHERE error_class IS NOT NULL").fetchone()[0]
     assert status == "failed" and "stopped answering" in error and "\n" not in error
-    assert errors == 0                              # nothing of the outage was written as an error
+    assert errors == 0, _error_rows(db)             # nothing of the outage was written as an error
     assert 20 <= len(stored) < 300 and f"{len(stored)} of 300 requests stored" in last
 
     with ScriptedServer(script, port=port):        # the server is back on the same address

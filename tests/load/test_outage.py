@@ -18,10 +18,10 @@ from specgauge.testing.scripted_server import Script, ScriptedServer
 SUITE = Suite(name="t", requests=tuple(SuiteRequest(prompt=f"prompt number {i}", max_tokens=8) for i in range(5)))
 
 
-def record(index: int, error: ErrorClass | None = None) -> RequestRecord:
-    made = RequestRecord(request_index=index, prompt_index=0)
+def record(index: int, error: ErrorClass | None = None, *, sent: int = 0, ended: int = 1) -> RequestRecord:
+    made = RequestRecord(request_index=index, prompt_index=0, t_send_ns=sent)
     if error is not None:
-        made.fail(error, error.value, 1)
+        made.fail(error, error.value, ended)
     return made
 
 
@@ -39,8 +39,17 @@ async def test_an_answer_releases_the_held_failures_in_order():
     guard, probes = guard_with([])
     assert guard.admit(record(0, ErrorClass.CONNECT_REFUSED)) == []
     assert guard.admit(record(1, ErrorClass.STREAM_CUT)) == []
-    released = guard.admit(record(2, ErrorClass.HTTP_5XX))          # an answer, even an error one
+    released = guard.admit(record(2, ErrorClass.HTTP_5XX, sent=5))  # an answer, even an error one
     assert [r.request_index for r in released] == [0, 1, 2] and not probes and guard.held == 0
+
+
+async def test_an_answer_to_a_request_sent_before_the_failures_releases_none_of_them():
+    # A graceful shutdown finishes the streams in flight while new connections are refused.
+    guard, _ = guard_with([])
+    guard.admit(record(0, ErrorClass.CONNECT_REFUSED, sent=10, ended=11))
+    guard.admit(record(1, ErrorClass.CONNECTION_LOST, sent=10, ended=20))
+    assert [r.request_index for r in guard.admit(record(2, sent=15))] == [0, 2]   # sent after 0 ended only
+    assert guard.held == 1
 
 
 async def test_a_run_of_failures_is_probed_once_and_released_when_the_server_answers():

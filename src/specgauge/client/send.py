@@ -18,6 +18,7 @@ propagates (the record is marked ``cancelled`` first).
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 from functools import lru_cache
 from time import perf_counter_ns
@@ -61,7 +62,7 @@ def classify_exception(exc: BaseException, headers_received: bool) -> tuple[Erro
                         aiohttp.ClientSSLError, ssl.SSLError)):
         return ErrorClass.TLS, text
     if isinstance(exc, aiohttp.ClientConnectorError):
-        if isinstance(exc.os_error, ConnectionRefusedError):
+        if isinstance(exc.os_error, ConnectionRefusedError) or exc.os_error.errno == errno.ECONNREFUSED:
             return ErrorClass.CONNECT_REFUSED, text
         if isinstance(exc.os_error, ssl.SSLError):
             return ErrorClass.TLS, text

@@ -132,6 +132,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--output-json", metavar="FILE", help="write verdict.json here ('-' for stdout)")
 @click.option("--output-dir", metavar="DIR", help="write report.html, plots and verdict.json here")
 @click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
+@click.option("--resume", metavar="CID", help="finish comparison CID (e.g. c3) that stopped, with its stored plan")
 def compare_command(**options) -> None:
     """Compare a baseline arm with a speculative arm on the same prompts: single stream per domain,
     then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation."""
@@ -142,6 +143,9 @@ def compare_command(**options) -> None:
     from specgauge.store import Store
 
     api_key = options["api_key"] or os.environ.get("OPENAI_API_KEY")
+    if options["resume"] is not None:
+        _resume(options, api_key)
+        return
     if options["against_baseline"]:
         sys.exit(_against_baseline(options, api_key))
     if options["allow_suite_change"] or options["allow_server_change"]:
@@ -174,7 +178,7 @@ def compare_command(**options) -> None:
     _check_outputs(options["output_json"], options["output_dir"])
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
-    result = _run(_compare(plan, options["db"], options["verify"]))
+    result = _run_compare(plan, options["db"], options["verify"])
     if options["verify"] and result.verification is None:
         click.echo("--verify: nothing to verify: " + ("speculation pays at every tested concurrency"
                    if result.recommended_disable_above is None else "speculation never pays (switch it off)"),
@@ -183,7 +187,30 @@ def compare_command(**options) -> None:
           to_stderr=options["output_json"] == "-", db=options["db"])
 
 
-async def _compare(plan, db: str, verify: bool):
+def _resume(options: dict, api_key: str | None) -> None:
+    """``compare --resume CID``: finish a stopped comparison with its stored plan, then report it."""
+    from specgauge.compare.resume import check_resume_options, parse_comparison_id, stored_plan
+
+    check_resume_options(click.get_current_context())
+    comparison_id = parse_comparison_id(options["resume"])
+    plan = stored_plan(options["db"], comparison_id, api_key)
+    _check_outputs(options["output_json"], options["output_dir"])
+    result = _run_compare(plan, options["db"], False, resume_id=comparison_id)
+    _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
+          to_stderr=options["output_json"] == "-", db=options["db"])
+
+
+def _run_compare(plan, db: str, verify: bool, *, resume_id: int | None = None):
+    """Run (or finish) a comparison; a stopped one ends in one line naming the resume command."""
+    from specgauge.compare.orchestrate import ComparisonStopped
+
+    try:
+        return _run(_compare(plan, db, verify, resume_id=resume_id))
+    except ComparisonStopped as stopped:   # an arm's server stopped answering (exit 3), a full store (4)
+        raise stopped.with_resume(f"specgauge compare --resume c{stopped.comparison_id} --db {db}") from None
+
+
+async def _compare(plan, db: str, verify: bool, *, resume_id: int | None = None):
     from specgauge.compare.orchestrate import run_comparison
     from specgauge.compare.progress import ComparisonProgress
     from specgauge.compare.verify import verify_threshold
@@ -198,7 +225,7 @@ async def _compare(plan, db: str, verify: bool):
     progress = ComparisonProgress()
     try:
         with Store.open(db) as store:
-            result = await run_comparison(plan, store, progress,
+            result = await run_comparison(plan, store, progress, resume_id=resume_id,
                                           on_stage=lambda text: progress.console.print(f"[bold]{text}"))
             if verify:
                 result = await verify_threshold(plan, store, result, progress)

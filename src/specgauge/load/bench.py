@@ -201,16 +201,42 @@ async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | 
         store.release_run(run_id)
 
 
+def _restore_run(run: RunRow, *, api_key: str | None, headers: tuple[tuple[str, str], ...],
+                 url: str | None = None) -> tuple[BenchConfig, Suite, Endpoint]:
+    """A stored run's config (secrets given again, ``url`` replaced), suite (unchanged, or a
+    :class:`UserError`) and endpoint."""
+    config = _restore_config(run.config, api_key=api_key, headers=headers)
+    if url is not None:
+        config = config.model_copy(update={"url": url.rstrip("/")})
+    suite = load_suite(config.suite)
+    if suite.content_hash != run.suite_hash:
+        raise UserError(f"run {run.id} used suite {run.suite_name}@{run.suite_version} with hash "
+                        f"{run.suite_hash[:12]}, but '{config.suite}' now has hash {suite.content_hash[:12]}; "
+                        f"the prompts changed, so the run cannot be resumed")
+    return config, suite, _endpoint(config, run.model)
+
+
+async def reopen_run(run_id: int, store: Store, progress: BenchProgress | None = None, *, url: str | None = None,
+                     api_key: str | None = None, headers: tuple[tuple[str, str], ...] = ()) -> OpenRun:
+    """Run ``run_id`` as an :class:`OpenRun` again (``compare --resume``), claimed by this process:
+    :func:`run_point_at` finishes its unfinished points. ``url`` replaces the stored one (a
+    launched arm listens on a new port)."""
+    progress = progress or NullProgress()
+    run = store.get_run(run_id)
+    config, suite, endpoint = _restore_run(run, api_key=api_key, headers=headers, url=url)
+    store.claim_run(run_id)
+    points = store.get_points(run_id)
+    if not all(p.status == "done" for p in points):
+        await check_reachable(endpoint)
+        store.set_run_status(run_id, "running")
+    progress.run_started(run_id, len(points), resumed=True)
+    return OpenRun(run_id, store, endpoint, suite, config, progress)
+
+
 async def _resume_claimed(run: RunRow, store: Store, progress: BenchProgress, *, api_key: str | None,
                           headers: tuple[tuple[str, str], ...]) -> RunSummary:
     run_id = run.id
-    config = _restore_config(run.config, api_key=api_key, headers=headers)
-    suite = load_suite(config.suite)
-    if suite.content_hash != run.suite_hash:
-        raise UserError(f"run {run_id} used suite {run.suite_name}@{run.suite_version} with hash "
-                        f"{run.suite_hash[:12]}, but '{config.suite}' now has hash {suite.content_hash[:12]}; "
-                        f"the prompts changed, so the run cannot be resumed")
-    endpoint = _endpoint(config, run.model)
+    config, suite, endpoint = _restore_run(run, api_key=api_key, headers=headers)
     points = store.get_points(run_id)
     progress.run_started(run_id, len(points), resumed=True)
     if all(p.status == "done" for p in points):

@@ -3,8 +3,9 @@
 The rule: a request that failed at the connection level (:data:`CONNECTION_FAILURES`: refused,
 connect timeout or failure, DNS, closed before the response headers, no headers in time, or a
 stream cut off) is *held back* instead of stored. A request that gets an answer releases the held
-ones, in order, as ordinary failures of the point. When :data:`SUSPECT_AFTER` are held with no
-answer between them, or the plan ends with some held, the server is probed once (``GET
+ones that had ended before it was sent, in order, as ordinary failures of the point. When
+:data:`SUSPECT_AFTER` are held with no such answer, or the plan ends with some held, the server
+is probed once (``GET
 /v1/models``, any HTTP status counts; every sender waits for it). If it answers, the held records
 are released likewise; if not, :class:`ServerDown` is raised: the point stops, requests in flight
 are cancelled, and the held records are dropped — they did not complete, so ``--resume`` sends
@@ -66,12 +67,21 @@ class OutageGuard:
         return self._probing is not None or self._down is not None
 
     def admit(self, record: RequestRecord) -> list[RequestRecord]:
-        """The records to store now that ``record`` finished (held ones first, in order)."""
+        """The records to store now that ``record`` finished (released held ones first, in order).
+
+        An answer releases only the failures that had ended before its request was sent: a request
+        already in flight when the server went away (a graceful shutdown finishes its streams) says
+        nothing about the server after that."""
         if record.error_class in CONNECTION_FAILURES:
             self._held.append(record)
             return []
-        released, self._held = [*self._held, record], []
-        return released
+        sent = record.t_send_ns
+        released = [r for r in self._held if sent is None or (r.t_end_ns or 0) <= sent]
+        if len(released) < len(self._held):
+            self._held = [r for r in self._held if not (sent is None or (r.t_end_ns or 0) <= sent)]
+        else:
+            self._held = []
+        return [*released, record]
 
     @property
     def suspect(self) -> bool:
