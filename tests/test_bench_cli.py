@@ -488,6 +488,43 @@ def test_resume_errors(cli_here, server, tmp_path):
     assert_one_line_error(cli_here("bench", server.url, "--resume", "1", "--db", str(db)), "drop URL")
 
 
+def _on_read_only_mount(folder, *command: str) -> list[str]:
+    """``command`` run where ``folder`` is a read-only bind mount of itself (a private mount
+    namespace: nothing outside the child sees it)."""
+    import shlex
+
+    script = (f"mount --bind {shlex.quote(str(folder))} {shlex.quote(str(folder))} && "
+              f"mount -o remount,bind,ro {shlex.quote(str(folder))} && exec {shlex.join(command)}")
+    return ["unshare", "-m", "sh", "-c", script]
+
+
+def test_a_store_on_a_read_only_filesystem_is_read_and_never_called_foreign(cli_here, server, tmp_path):
+    import shutil
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    probe = shutil.which("unshare") and subprocess.run(_on_read_only_mount(folder, "touch", str(folder / "x")),
+                                                       capture_output=True, text=True)
+    if not probe or "Read-only file system" not in probe.stderr:
+        pytest.skip("cannot make a read-only mount here (needs unshare -m and mount rights)")
+    db = folder / "r.db"
+    made = cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db))
+    assert made.returncode == 0, made.stderr
+
+    def run(*args):
+        return subprocess.run(_on_read_only_mount(folder, sys.executable, "-m", "specgauge", *args, "--db", str(db)),
+                              capture_output=True, text=True, timeout=120)
+
+    listed = run("runs")
+    assert listed.returncode == 0 and "done" in listed.stdout, listed.stderr
+    shown = run("show", "1")
+    assert shown.returncode == 0 and "c=1" in shown.stdout, shown.stderr
+    exported = run("export", "1", "--format", "csv")
+    assert exported.returncode == 0 and exported.stdout.startswith("run_id"), exported.stderr
+    line = assert_one_line_error(run("bench", server.url, "--api", "openai-chat"), "read-only filesystem")
+    assert "not a specgauge results file" not in line
+
+
 def test_bad_db_files(cli_here, tmp_path):
     text_file = tmp_path / "notes.db"
     text_file.write_text("not a database\n" * 100)

@@ -220,7 +220,7 @@ def runs_command(db: str) -> None:
     from specgauge.report.terminal import runs_table
     from specgauge.store import Store
 
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False, read_only=True) as store:
         _console().print(runs_table([(run, store.get_points(run.id)) for run in store.list_runs()]))
 
 
@@ -231,7 +231,7 @@ def show_command(run_id: int, db: str) -> None:
     """Show a run's summary table (one row per point)."""
     from specgauge.store import Store
 
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False, read_only=True) as store:
         _print_run(store, run_id, to_stderr=False)
 
 
@@ -248,7 +248,7 @@ def export_command(run_id: int, fmt: str, output: str, per_request: bool, db: st
     from specgauge.report.export import iter_request_documents, point_document, run_document, to_csv
     from specgauge.store import Store
 
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False, read_only=True) as store:
         run, points = store.get_run(run_id), store.get_points(run_id)
         if per_request:
             docs = list(iter_request_documents(store, run_id))
