@@ -456,11 +456,32 @@ def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
     (["--header", "no-colon"], ["--header", "NAME:VALUE"]),
     (["--suite", "no-such-suite"], ["unknown suite 'no-such-suite'"]),
     (["--suite", "missing.jsonl"], ["suite file not found"]),
+    (["--output-json", "/nonexistent/dir/x.json"], ["--output-json", "no such directory /nonexistent/dir"]),
 ])
 def test_bad_options_exit_2_with_one_line(cli_here, args, needles, tmp_path):
     result = cli_here("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))
     assert_one_line_error(result, *needles)
     assert not (tmp_path / "r.db").exists()     # misuse creates no store file
+
+
+def test_a_bad_tokenizer_fails_before_any_run_is_created(cli_here, server, tmp_path):
+    not_a_tokenizer = tmp_path / "tokenizer.json"
+    not_a_tokenizer.write_text('{"this is": "not a tokenizer"}')
+    db = tmp_path / "r.db"
+    assert_one_line_error(cli_here("bench", server.url, "--api", "openai-chat", "--tokenizer", str(not_a_tokenizer),
+                                   "--db", str(db)), "cannot load tokenizer", str(not_a_tokenizer))
+    assert not db.exists() and server.truth == []       # no run, nothing sent
+
+
+def test_output_paths_are_checked_before_anything_runs(cli_here, server, tmp_path):
+    db = tmp_path / "r.db"
+    assert cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db)).returncode == 0
+    sent = len(server.truth)
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db), "--output-json", str(tmp_path)),
+                          "--output-json", "is a directory")
+    assert_one_line_error(cli_here("export", "1", "--db", str(db), "--output", "/nonexistent/dir/out.jsonl"),
+                          "--output", "no such directory")
+    assert len(server.truth) == sent
 
 
 def test_unknown_api_missing_url_and_bad_scheme(cli_here, tmp_path):

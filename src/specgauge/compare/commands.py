@@ -175,6 +175,10 @@ def compare_command(**options) -> None:
         raise _one_line_validation_error(exc) from None
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
+    if plan.tokenizer:   # not a tokenizer file: one line before any run is created
+        from specgauge.client.tokens import load_tokenizer
+
+        load_tokenizer(plan.tokenizer)
     _check_outputs(options["output_json"], options["output_dir"])
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()

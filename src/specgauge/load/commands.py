@@ -13,6 +13,7 @@ import click
 
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
+from specgauge.output_paths import check_output_file
 
 DB_OPTION_HELP = "results store (an SQLite file)"
 # Options that define a run's load; --resume takes them from the stored run instead.
@@ -126,6 +127,7 @@ def bench_command(ctx: click.Context, **options) -> None:
     from specgauge.store import Store
 
     headers = _parse_headers(options["headers"])
+    check_output_file(options["output_json"], "--output-json")   # before anything runs, not after
     if options["resume_run_id"] is not None:
         work = _prepare_resume(ctx, options, headers)
     else:
@@ -168,6 +170,10 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
     except ValidationError as exc:
         raise _one_line_validation_error(exc) from None
     load_suite(config.suite)  # an unknown suite fails before the store file is created
+    if config.tokenizer_path:  # not a tokenizer file: one line before any run is created
+        from specgauge.client.tokens import load_tokenizer
+
+        load_tokenizer(config.tokenizer_path)
     config.point_specs()
     db = options["db"]
     if Path(db).exists():  # a bad --db file fails before the server is contacted
@@ -244,6 +250,8 @@ def show_command(run_id: int, db: str) -> None:
 def export_command(run_id: int, fmt: str, output: str, per_request: bool, db: str) -> None:
     """Export a run's points (or, with --requests, every request) as JSON or CSV."""
     import json
+
+    check_output_file(output, "--output")
 
     from specgauge.report.export import iter_request_documents, point_document, run_document, to_csv
     from specgauge.store import Store
