@@ -457,6 +457,7 @@ def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
     (["--suite", "no-such-suite"], ["unknown suite 'no-such-suite'"]),
     (["--suite", "missing.jsonl"], ["suite file not found"]),
     (["--output-json", "/nonexistent/dir/x.json"], ["--output-json", "no such directory /nonexistent/dir"]),
+    (["--concurrency", "1000000000"], ["--concurrency", "1,000,000,000 connections need about"]),
 ])
 def test_bad_options_exit_2_with_one_line(cli_here, args, needles, tmp_path):
     result = cli_here("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))

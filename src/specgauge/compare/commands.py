@@ -175,6 +175,10 @@ def compare_command(**options) -> None:
         raise _one_line_validation_error(exc) from None
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
+    from specgauge.load.capacity import check_capacity
+    from specgauge.load.plan import PointSpec
+
+    check_capacity(PointSpec(mode="closed", concurrency=c) for c in plan.concurrency)
     if plan.tokenizer:   # not a tokenizer file: one line before any run is created
         from specgauge.client.tokens import load_tokenizer
 

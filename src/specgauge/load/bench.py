@@ -311,7 +311,8 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
     outcome = None
     if spec.num_requests is None or len(stored) < spec.num_requests:
         try:
-            outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored)
+            outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored,
+                                      on_connections=getattr(progress, "connections_opened", None))
         finally:
             writer.flush()
         store.checkpoint()  # between points, never inside a measured window

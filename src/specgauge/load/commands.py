@@ -174,7 +174,9 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
         from specgauge.client.tokens import load_tokenizer
 
         load_tokenizer(config.tokenizer_path)
-    config.point_specs()
+    from specgauge.load.capacity import check_capacity
+
+    check_capacity(config.point_specs())  # connections this machine cannot open: one line, before any run
     db = options["db"]
     if Path(db).exists():  # a bad --db file fails before the server is contacted
         Store.open(db, create=False).close()
@@ -193,6 +195,11 @@ def _prepare_resume(ctx: click.Context, options: dict, headers: tuple[tuple[str,
     run_id, db = options["resume_run_id"], options["db"]
     with Store.open(db, create=False) as store:
         store.get_run(run_id)  # an unknown id: one line, before anything runs
+        specs = [point.spec for point in store.get_points(run_id) if point.status != "done"]
+    from specgauge.load.capacity import check_capacity
+    from specgauge.load.plan import PointSpec
+
+    check_capacity(PointSpec(**spec) for spec in specs)
     return _resume(run_id, db, options["api_key"], headers)
 
 

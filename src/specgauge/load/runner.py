@@ -146,7 +146,8 @@ async def _open_loop(group: asyncio.TaskGroup, one, guard: OutageGuard, spec: Po
 async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
                     on_record: Callable[[RequestRecord], None],
                     skip_request_indices: frozenset[int] = frozenset(),
-                    timeouts: Timeouts = Timeouts()) -> PointOutcome:
+                    timeouts: Timeouts = Timeouts(),
+                    on_connections: Callable[[int, int], None] | None = None) -> PointOutcome:
     """Run one load point against ``endpoint`` and return its :class:`PointOutcome`.
 
     Steps: detect the model when none is given; open ``spec.pool_size`` connections; send the
@@ -154,6 +155,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     measure the window with GC frozen, calling ``on_record`` in the event loop as each measured
     request finishes; snapshot again and diff. Slots in ``skip_request_indices`` (already stored,
     ``--resume``) are not sent. Request faults are on the records; nothing here raises for them.
+    ``on_connections(opened, total)`` reports the pool being opened.
     """
     if endpoint.tokenizer_path:
         load_tokenizer(endpoint.tokenizer_path)  # a bad path fails here, before any request; and it is cached
@@ -163,7 +165,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
     connect_ms: list[float] = []
     async with open_session(timeouts, connect_ms) as session:
-        await warm_pool(session, endpoint, spec.pool_size, timeouts)
+        await warm_pool(session, endpoint, spec.pool_size, timeouts, on_connections)
         if spec.warmup_requests:
             warm_order = prompt_order(spec.seed + WARMUP_SEED_OFFSET, num_prompts, spec.warmup_requests)
             warm_items = [PlannedRequest(-1 - i, p) for i, p in enumerate(warm_order)]
