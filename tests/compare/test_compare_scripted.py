@@ -265,3 +265,25 @@ async def test_a_comparison_whose_arm_dies_fails_reports_what_it_measured_and_re
     line = str(stopped.value.with_resume(f"specgauge compare --resume c{comparison_id} --db x.db"))
     assert line.startswith(f"comparison c{comparison_id} stopped: run ") and \
         line.endswith(f"finish it with: specgauge compare --resume c{comparison_id} --db x.db")
+
+
+def test_compare_resume_misuse_is_one_line(cli_here, tmp_path):
+    def one_line(result, *needles):
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert all(needle in line for needle in needles), line
+
+    db = tmp_path / "c.db"
+    one_line(cli_here("compare", "--resume", "c1", "--db", str(db)), "no results store")
+    with Store.open(db) as store:
+        plan = url_plan("http://127.0.0.1:9", "http://127.0.0.1:9")
+        comparison_id = store.create_comparison(plan.model_dump(mode="json"))
+        store.finish_comparison(comparison_id, status="done", result=None)
+    one_line(cli_here("compare", "--resume", "c9", "--db", str(db)), "no comparison 9")
+    one_line(cli_here("compare", "--resume", "x1", "--db", str(db)), "--resume", "comparison id")
+    one_line(cli_here("compare", "--resume", "c1", "--concurrency", "4", "--db", str(db)), "drop --concurrency")
+    one_line(cli_here("compare", "--resume", "c1", "--db", str(db)), "comparison c1 is done; nothing to resume")
+    one_line(cli_here("compare", "--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9",
+                      "--concurrency", "1,1000000000", "--db", str(tmp_path / "new.db")),
+             "--concurrency: 1,000,000,000 connections need about")
+    assert not (tmp_path / "new.db").exists()

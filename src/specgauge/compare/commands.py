@@ -178,7 +178,7 @@ def compare_command(**options) -> None:
     from specgauge.load.capacity import check_capacity
     from specgauge.load.plan import PointSpec
 
-    check_capacity(PointSpec(mode="closed", concurrency=c) for c in plan.concurrency)
+    check_capacity(PointSpec(mode="closed", concurrency=c, num_requests=1) for c in plan.concurrency)
     if plan.tokenizer:   # not a tokenizer file: one line before any run is created
         from specgauge.client.tokens import load_tokenizer
 

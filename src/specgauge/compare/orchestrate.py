@@ -56,10 +56,11 @@ class StageProgress:
 
 
 class ComparisonStopped(UserError):
-    """A comparison stopped before its end because one of its runs did (the server of an arm
-    stopped answering, the store cannot be written); ``compare --resume`` finishes it."""
+    """A comparison stopped before its end: one of its runs did (the server of an arm stopped
+    answering, the store cannot be written), or an arm could not be reached or started for a later
+    stage. Its finished runs stay; ``compare --resume`` finishes it. The exit code is the cause's."""
 
-    def __init__(self, comparison_id: int, cause: RunStopped) -> None:
+    def __init__(self, comparison_id: int, cause: UserError) -> None:
         super().__init__(f"comparison c{comparison_id} stopped: {cause}")
         self.comparison_id = comparison_id
         self.cause = cause
@@ -67,8 +68,12 @@ class ComparisonStopped(UserError):
 
     def with_resume(self, command: str) -> UserError:
         """This error as one line ending in the command that finishes the comparison."""
-        error = self.cause.with_resume(command)
-        error.args = (f"comparison c{self.comparison_id} stopped: {error}",)
+        if isinstance(self.cause, RunStopped):
+            text = str(self.cause.with_resume(command))
+        else:
+            text = f"{self.cause}; finish it with: {command}"
+        error = UserError(f"comparison c{self.comparison_id} stopped: {text}")
+        error.exit_code = self.exit_code
         return error
 
 
@@ -168,7 +173,7 @@ async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgres
             await _sequential(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage)
     except BaseException as exc:
         _stop_comparison(store, comparison_id, plan, ledger, suites, stages, exc)
-        if isinstance(exc, RunStopped):
+        if isinstance(exc, UserError):
             raise ComparisonStopped(comparison_id, exc) from None
         raise
     result = analyse(store, comparison_id, plan, ledger, suites, stages)
