@@ -386,7 +386,8 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(cli_here
 
 def test_a_second_resume_of_the_same_run_refuses_before_sending(tmp_path):
     db = tmp_path / "r.db"
-    with ScriptedServer(Script(ttft_s=0.02, num_chunks=2)) as srv:
+    script = Script(ttft_s=0.01, num_chunks=2)
+    with ScriptedServer(script) as srv:
         made = cli("bench", srv.url, "--api", "openai-chat", "--num-requests", "120", "--db", str(db))
         assert made.returncode == 0, made.stderr
         with closing(sqlite3.connect(db)) as conn:   # as if killed after 5 requests
@@ -400,17 +401,22 @@ def test_a_second_resume_of_the_same_run_refuses_before_sending(tmp_path):
             deadline = time.monotonic() + 120   # a safety net only: the condition is the first one's new rows
             while len(_stored_requests(db)) < 7 and first.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
+            srv.script = Script(fault="hang")     # the first resume now waits on its next request
             assert first.poll() is None, "the first resume ended too soon"
             second = cli("bench", "--resume", "1", "--db", str(db), "--header", "X-Who: second")
-            _, first_err = first.communicate(timeout=120)
+            first.send_signal(signal.SIGTERM)
+            _, first_err = first.communicate(timeout=60)
         finally:
             if first.poll() is None:
                 first.kill()
                 first.wait(10)
         sent_by_second = [h for h in srv.headers_seen if h.get("X-Who") == "second"]
+        srv.script = script
+        third = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")   # the first is gone
     assert_one_line_error(second, "run 1 is being run by another specgauge", f"pid {first.pid}")
     assert sent_by_second == []
-    assert first.returncode == 0, first_err
+    assert first.returncode == 143, first_err
+    assert third.returncode == 0, third.stderr
     after = _stored_requests(db)
     assert len(after) == 120 and len({r for _, r, _ in after}) == 120
 

@@ -19,11 +19,11 @@ def check_output_file(path: str | None, option: str) -> None:
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
-        raise UserError(f"{option} {path}: is a directory")
+        raise UserError(f"{option} {path}: cannot write: is a directory")
     if not folder.is_dir():
-        raise UserError(f"{option} {path}: no such directory {folder}")
+        raise UserError(f"{option} {path}: cannot write: no such directory {folder}")
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise UserError(f"{option} {path}: not writable")
+        raise UserError(f"{option} {path}: cannot write: not writable")
 
 
 def check_suite_name(name: str, option: str = "--name") -> str:
