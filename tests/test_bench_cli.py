@@ -152,26 +152,39 @@ def test_secrets_are_not_stored_and_resume_asks_for_them(cli_here, server, tmp_p
     assert again.returncode == 0, again.stderr
 
 
-@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_sigint_and_sigterm_mark_the_run_interrupted(tmp_path, signum, exit_code):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(("signum", "exit_code", "inherited_sigint"), [
+    (signal.SIGINT, 130, "default"),
+    (signal.SIGTERM, 143, "default"),
+    # A shell without job control (a script, CI, `cmd &`) starts background commands with SIGINT
+    # ignored; Ctrl-C / kill -INT must still stop the run (it used to finish with exit 0).
+    (signal.SIGINT, 130, "ignored"),
+])
+def test_sigint_and_sigterm_mark_the_run_interrupted(tmp_path, signum, exit_code, inherited_sigint):
     db = tmp_path / "r.db"
     with ScriptedServer(Script(ttft_s=0.05, num_chunks=2)) as srv:
         proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", srv.url, "--api", "openai-chat",
                                  "--num-requests", "200", "--db", str(db)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_ignore_sigint if inherited_sigint == "ignored" else None)
         try:
-            deadline = time.monotonic() + 30
-            while len(_stored_requests(db)) < 2 and time.monotonic() < deadline:
+            deadline = time.monotonic() + 120        # a safety net only: the condition is the stored rows
+            while len(_stored_requests(db)) < 2 and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
+            assert len(_stored_requests(db)) >= 2 and proc.poll() is None, "the run never got going"
             proc.send_signal(signum)
-            _, stderr = proc.communicate(timeout=20)
+            _, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
-    assert proc.returncode == exit_code and "Traceback" not in stderr
+    assert proc.returncode == exit_code and "Traceback" not in stderr, stderr
     assert "finish it with: specgauge bench --resume 1" in stderr
     assert stderr.strip().splitlines()[-1].startswith("specgauge: ")  # one closing line
+    assert len(_stored_requests(db)) < 200
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
 
@@ -242,6 +255,11 @@ async def test_resume_finishes_closed_points_by_index_and_reruns_open_ones(tmp_p
     assert summary.points[0].aggregate.segments == 2 and summary.points[1].aggregate.segments == 1
 
 
+def _error_rows(db) -> list[tuple[str, str]]:
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT error_class, error_message FROM requests WHERE error_class IS NOT NULL").fetchall()
+
+
 def _stored_requests(db) -> list[tuple[int, int, int]]:
     conn = sqlite3.connect(db)
     try:
@@ -291,6 +309,117 @@ def test_killed_sweep_resumes_to_the_same_totals(tmp_path):
     for got, want in zip(doc["points"], expected["points"]):
         assert (got["num_ok"], got["num_errors"], got["output_tokens"]) == (want["num_ok"], 0, want["output_tokens"])
     assert doc["points"][0]["segments"] == 1 and doc["points"][1]["segments"] == 2
+
+
+def test_a_server_killed_mid_run_fails_the_run_and_resume_finishes_it(tmp_path):
+    db = tmp_path / "r.db"
+    script = Script(ttft_s=0.01, chunk_delay_s=0.002, num_chunks=4, tokens_per_chunk=2)
+    server = ScriptedServer(script).__enter__()
+    port, stopped = server.port, False
+    proc = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", server.url, "--api", "openai-chat",
+                             "--concurrency", "4", "--num-requests", "300", "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120        # a safety net only: the condition is the requests served
+        while len(_stored_requests(db)) < 20 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before the server was stopped"
+        server.__exit__(None, None, None)        # the server dies with requests in flight
+        stopped = True
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if not stopped:
+            server.__exit__(None, None, None)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 3 and "Traceback" not in stderr, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("specgauge: error: run 1 stopped: the server at http://127.0.0.1:") and \
+        "stopped answering (connection refused" in last and "at point c=4:" in last, last
+    assert last.endswith(f"when the server answers again, finish it with: specgauge bench --resume 1 --db {db}")
+    stored = _stored_requests(db)
+    with closing(sqlite3.connect(db)) as conn:
+        status, error = conn.execute("SELECT status, error FROM runs").fetchone()
+        errors = conn.execute("SELECT COUNT(*) FROM requests WHERE error_class IS NOT NULL").fetchone()[0]
+    assert status == "failed" and "stopped answering" in error and "\n" not in error
+    assert errors == 0, _error_rows(db)             # nothing of the outage was written as an error
+    assert 20 <= len(stored) < 300 and f"{len(stored)} of 300 requests stored" in last
+
+    with ScriptedServer(script, port=port):        # the server is back on the same address
+        resumed = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+    assert resumed.returncode == 0, resumed.stderr
+    (point,) = json.loads(resumed.stdout)["points"]
+    after = _stored_requests(db)
+    assert len(after) == 300 and len({r for _, r, _ in after}) == 300 and set(stored) <= set(after)
+    assert (point["num_ok"], point["num_errors"], point["segments"]) == (300, 0, 2)
+
+
+def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(cli_here, server, tmp_path, monkeypatch):
+    # A real SQLite file whose size is capped (max_page_count) once 10 requests are stored: the
+    # next INSERT that needs a page fails with SQLITE_FULL, as on a full disk.
+    db = tmp_path / "r.db"
+    add_request = Store.add_request
+
+    def filling_up(store, point_id, record, **kwargs):
+        if store._db.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 10:
+            pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+            store._db.execute(f"PRAGMA max_page_count = {pages}")
+        return add_request(store, point_id, record, **kwargs)
+
+    monkeypatch.setattr(Store, "add_request", filling_up)
+    full = cli_here("bench", server.url, "--api", "openai-chat", "--concurrency", "2", "--num-requests", "300",
+                    "--db", str(db))
+    monkeypatch.undo()
+    assert full.returncode == 4 and "Traceback" not in full.stderr, full.stderr
+    last = full.stderr.strip().splitlines()[-1]
+    assert last.startswith("specgauge: error: run 1 stopped: cannot write to the results store") and \
+        "database or disk is full" in last and last.endswith(f"specgauge bench --resume 1 --db {db}"), last
+    kept = _stored_requests(db)
+    assert 10 <= len(kept) < 300                      # what was committed before stays
+
+    resumed = cli_here("bench", "--resume", "1", "--db", str(db), "--output-json", "-")
+    assert resumed.returncode == 0, resumed.stderr
+    (point,) = json.loads(resumed.stdout)["points"]
+    after = _stored_requests(db)
+    assert len(after) == 300 and set(kept) <= set(after) and point["num_ok"] == 300
+
+
+def test_a_second_resume_of_the_same_run_refuses_before_sending(tmp_path):
+    db = tmp_path / "r.db"
+    script = Script(ttft_s=0.01, num_chunks=2)
+    with ScriptedServer(script) as srv:
+        made = cli("bench", srv.url, "--api", "openai-chat", "--num-requests", "120", "--db", str(db))
+        assert made.returncode == 0, made.stderr
+        with closing(sqlite3.connect(db)) as conn:   # as if killed after 5 requests
+            conn.execute("DELETE FROM requests WHERE request_index >= 5")
+            conn.execute("UPDATE points SET status = 'running'")
+            conn.execute("UPDATE runs SET status = 'running'")
+            conn.commit()
+        first = subprocess.Popen([sys.executable, "-m", "specgauge", "bench", "--resume", "1", "--db", str(db)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120   # a safety net only: the condition is the first one's new rows
+            while len(_stored_requests(db)) < 7 and first.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            srv.script = Script(fault="hang")     # the first resume now waits on its next request
+            assert first.poll() is None, "the first resume ended too soon"
+            second = cli("bench", "--resume", "1", "--db", str(db), "--header", "X-Who: second")
+            first.send_signal(signal.SIGTERM)
+            _, first_err = first.communicate(timeout=60)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait(10)
+        sent_by_second = [h for h in srv.headers_seen if h.get("X-Who") == "second"]
+        srv.script = script
+        third = cli("bench", "--resume", "1", "--db", str(db), "--output-json", "-")   # the first is gone
+    assert_one_line_error(second, "run 1 is being run by another specgauge", f"pid {first.pid}")
+    assert sent_by_second == []
+    assert first.returncode == 143, first_err
+    assert third.returncode == 0, third.stderr
+    after = _stored_requests(db)
+    assert len(after) == 120 and len({r for _, r, _ in after}) == 120
 
 
 def test_bench_config_points_and_what_is_stored():
@@ -343,11 +472,33 @@ def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
     (["--header", "no-colon"], ["--header", "NAME:VALUE"]),
     (["--suite", "no-such-suite"], ["unknown suite 'no-such-suite'"]),
     (["--suite", "missing.jsonl"], ["suite file not found"]),
+    (["--output-json", "/nonexistent/dir/x.json"], ["--output-json", "no such directory /nonexistent/dir"]),
+    (["--concurrency", "1000000000"], ["--concurrency", "1,000,000,000 connections need about"]),
 ])
 def test_bad_options_exit_2_with_one_line(cli_here, args, needles, tmp_path):
     result = cli_here("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))
     assert_one_line_error(result, *needles)
     assert not (tmp_path / "r.db").exists()     # misuse creates no store file
+
+
+def test_a_bad_tokenizer_fails_before_any_run_is_created(cli_here, server, tmp_path):
+    not_a_tokenizer = tmp_path / "tokenizer.json"
+    not_a_tokenizer.write_text('{"this is": "not a tokenizer"}')
+    db = tmp_path / "r.db"
+    assert_one_line_error(cli_here("bench", server.url, "--api", "openai-chat", "--tokenizer", str(not_a_tokenizer),
+                                   "--db", str(db)), "cannot load tokenizer", str(not_a_tokenizer))
+    assert not db.exists() and server.truth == []       # no run, nothing sent
+
+
+def test_output_paths_are_checked_before_anything_runs(cli_here, server, tmp_path):
+    db = tmp_path / "r.db"
+    assert cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db)).returncode == 0
+    sent = len(server.truth)
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db), "--output-json", str(tmp_path)),
+                          "--output-json", "is a directory")
+    assert_one_line_error(cli_here("export", "1", "--db", str(db), "--output", "/nonexistent/dir/out.jsonl"),
+                          "--output", "no such directory")
+    assert len(server.truth) == sent
 
 
 def test_unknown_api_missing_url_and_bad_scheme(cli_here, tmp_path):
@@ -372,6 +523,43 @@ def test_resume_errors(cli_here, server, tmp_path):
     assert_one_line_error(cli_here("bench", "--resume", "1", "--concurrency", "8", "--db", str(db)),
                           "--resume", "--concurrency")
     assert_one_line_error(cli_here("bench", server.url, "--resume", "1", "--db", str(db)), "drop URL")
+
+
+def _on_read_only_mount(folder, *command: str) -> list[str]:
+    """``command`` run where ``folder`` is a read-only bind mount of itself (a private mount
+    namespace: nothing outside the child sees it)."""
+    import shlex
+
+    script = (f"mount --bind {shlex.quote(str(folder))} {shlex.quote(str(folder))} && "
+              f"mount -o remount,bind,ro {shlex.quote(str(folder))} && exec {shlex.join(command)}")
+    return ["unshare", "-m", "sh", "-c", script]
+
+
+def test_a_store_on_a_read_only_filesystem_is_read_and_never_called_foreign(cli_here, server, tmp_path):
+    import shutil
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    probe = shutil.which("unshare") and subprocess.run(_on_read_only_mount(folder, "touch", str(folder / "x")),
+                                                       capture_output=True, text=True)
+    if not probe or "Read-only file system" not in probe.stderr:
+        pytest.skip("cannot make a read-only mount here (needs unshare -m and mount rights)")
+    db = folder / "r.db"
+    made = cli_here("bench", server.url, "--api", "openai-chat", "--num-requests", "2", "--db", str(db))
+    assert made.returncode == 0, made.stderr
+
+    def run(*args):
+        return subprocess.run(_on_read_only_mount(folder, sys.executable, "-m", "specgauge", *args, "--db", str(db)),
+                              capture_output=True, text=True, timeout=120)
+
+    listed = run("runs")
+    assert listed.returncode == 0 and "done" in listed.stdout, listed.stderr
+    shown = run("show", "1")
+    assert shown.returncode == 0 and "c=1" in shown.stdout, shown.stderr
+    exported = run("export", "1", "--format", "csv")
+    assert exported.returncode == 0 and exported.stdout.startswith("run_id"), exported.stderr
+    line = assert_one_line_error(run("bench", server.url, "--api", "openai-chat"), "read-only filesystem")
+    assert "not a specgauge results file" not in line
 
 
 def test_bad_db_files(cli_here, tmp_path):

@@ -224,3 +224,82 @@ def test_a_launched_arm_that_dies_mid_comparison_is_named_with_its_log(tmp_path)
     assert "the baseline arm (timeout 12" in error and "during the comparison" in error, done.stderr
     assert f"log {tmp_path}" in error and "cannot reach" not in error
     assert "starting the baseline arm" in done.stdout + done.stderr          # launches are announced
+
+
+class KillAfter(NullProgress):
+    """Stops ``server`` once it has served ``requests`` streams (a condition, not a sleep)."""
+
+    def __init__(self, server, requests):
+        self.server, self.requests, self.killed = server, requests, False
+
+    def request_finished(self, record):
+        if not self.killed and len(self.server.truth) >= self.requests:
+            self.killed = True
+            self.server.__exit__(None, None, None)
+
+
+async def test_a_comparison_whose_arm_dies_fails_reports_what_it_measured_and_resumes(tmp_path):
+    from specgauge.compare.orchestrate import ComparisonStopped
+    from specgauge.testing.scripted_server import Script, ScriptedServer
+
+    script = Script(ttft_s=0.005, chunk_delay_s=0.001, num_chunks=4)
+    baseline = ScriptedServer(script).__enter__()
+    speculative = ScriptedServer(script).__enter__()
+    killer = KillAfter(speculative, 10)
+    try:
+        with Store.open(tmp_path / "c.db") as store:
+            plan = url_plan(baseline.url, speculative.url, api="openai-chat", domains=("coding",),
+                            concurrency=(1, 2), num_requests_single=6, num_requests_sweep=8, warmup=0)
+            with pytest.raises(ComparisonStopped, match="stopped answering") as stopped:
+                await run_comparison(plan, store, killer)
+            comparison_id = stopped.value.comparison_id
+            assert stopped.value.exit_code == 3 and killer.killed
+            row = store.get_comparison(comparison_id)
+            assert row.status == "failed" and "stopped answering" in row.error
+            partial = row.result                      # what it measured: the single stream, both arms
+            assert [d["domain"] for d in partial["single_stream"]] == ["coding"] and partial["sweep"] == []
+            assert any(w["code"] == "incomplete" for w in partial["health"])
+            runs_before = store.comparison_runs(comparison_id)
+
+            with ScriptedServer(script, port=speculative.port):   # the arm is back on the same address
+                result = await run_comparison(plan, store, resume_id=comparison_id)
+            runs_after = store.comparison_runs(comparison_id)
+            assert store.get_comparison(comparison_id).status == "done"
+            assert {(r.stage, r.arm, r.round): r.run_id for r in runs_before}.items() <= \
+                {(r.stage, r.arm, r.round): r.run_id for r in runs_after}.items()   # finished runs kept
+            assert len(runs_after) == 6
+            for link in runs_after:
+                points = store.get_points(link.run_id)
+                assert [p.status for p in points] == ["done"] and points[0].aggregates["num_errors"] == 0
+                assert points[0].aggregates["num_ok"] == (6 if link.stage.startswith("single") else 8)
+    finally:
+        baseline.__exit__(None, None, None)
+        if not killer.killed:
+            speculative.__exit__(None, None, None)
+    assert [p.concurrency for p in result.sweep] == [1, 2] and len(result.single_stream) == 1
+    assert not any(w.code == "incomplete" for w in result.health)
+    line = str(stopped.value.with_resume(f"specgauge compare --resume c{comparison_id} --db x.db"))
+    assert line.startswith(f"comparison c{comparison_id} stopped: run ") and \
+        line.endswith(f"finish it with: specgauge compare --resume c{comparison_id} --db x.db")
+
+
+def test_compare_resume_misuse_is_one_line(cli_here, tmp_path):
+    def one_line(result, *needles):
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert all(needle in line for needle in needles), line
+
+    db = tmp_path / "c.db"
+    one_line(cli_here("compare", "--resume", "c1", "--db", str(db)), "no results store")
+    with Store.open(db) as store:
+        plan = url_plan("http://127.0.0.1:9", "http://127.0.0.1:9")
+        comparison_id = store.create_comparison(plan.model_dump(mode="json"))
+        store.finish_comparison(comparison_id, status="done", result=None)
+    one_line(cli_here("compare", "--resume", "c9", "--db", str(db)), "no comparison 9")
+    one_line(cli_here("compare", "--resume", "x1", "--db", str(db)), "--resume", "comparison id")
+    one_line(cli_here("compare", "--resume", "c1", "--concurrency", "4", "--db", str(db)), "drop --concurrency")
+    one_line(cli_here("compare", "--resume", "c1", "--db", str(db)), "comparison c1 is done; nothing to resume")
+    one_line(cli_here("compare", "--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9",
+                      "--concurrency", "1,1000000000", "--db", str(tmp_path / "new.db")),
+             "--concurrency: 1,000,000,000 connections need about")
+    assert not (tmp_path / "new.db").exists()

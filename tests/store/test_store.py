@@ -191,3 +191,22 @@ def test_a_failing_write_is_one_user_error(tmp_path):
         with pytest.raises(UserError, match="cannot write to the results store"):
             store.add_request(point_id, full_record(0))
         store._db.execute("PRAGMA query_only = OFF")
+
+
+def test_a_full_file_fails_the_commit_keeps_what_was_committed_and_closes_cleanly(tmp_path):
+    from specgauge.store import StoreWriteError
+
+    path = tmp_path / "r.db"
+    store = Store.open(path)
+    (point_id,) = store.add_points(new_run(store), [{}])
+    store.add_request(point_id, full_record(0))                      # committed
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")           # the file cannot grow: a full disk
+    with pytest.raises(StoreWriteError, match="database or disk is full") as failure:
+        for index in range(1, 500):
+            store.add_request(point_id, full_record(index), commit=False)
+            store.commit()
+    assert failure.value.exit_code == 4 and not store._db.in_transaction
+    store.close()                                                    # no second error on the way out
+    with Store.open(path, create=False) as reopened:
+        assert 0 in reopened.measured_indices(point_id)

@@ -138,3 +138,33 @@ def test_data_directory_passed_one_level_too_high(training_dir, tokenizer_path, 
     shutil.copytree(training_dir, tmp_path / "corpus" / "train")
     _assert_one_line_error(_build(tmp_path / "corpus", tokenizer_path, tmp_path), "looks like a data directory",
                            "corpus/train")
+
+
+@pytest.mark.parametrize(("line", "fragments"), [
+    ('{"prompt": ""}', ["bad.jsonl:2:", "'prompt' is empty"]),
+    ('{"prompt": "  \\n "}', ["bad.jsonl:2:", "'prompt' is empty"]),
+    ('{"messages": [{"role": "user", "content": ""}]}', ["bad.jsonl:2:", "'content' is empty"]),
+    ('{"prompt": "hi", "max_tokens": "5"}', ["bad.jsonl:2:", "max_tokens", "got '5'"]),
+    ('{"prompt": "hi", "max_tokens": 5.0}', ["bad.jsonl:2:", "max_tokens", "got 5.0"]),
+    ('{"prompt": "hi", "max_tokens": true}', ["bad.jsonl:2:", "max_tokens"]),
+])
+def test_suite_file_requests_are_strict(tmp_path, line, fragments):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt": "a fine first request"}\n' + line + "\n")
+    _assert_one_line_error(run_cli("suite", "show", path), *fragments)
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "x/y", "/abs", "..", ".hidden", "a b"])
+def test_suite_names_are_names_not_paths(tmp_path, name):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"prompt": "hello"}\n')
+    _assert_one_line_error(run_cli("suite", "import", source, "--name", name, cwd=tmp_path), "--name", "suite name")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["in.jsonl"]
+    assert not (tmp_path.parent.parent / "escaped@1.jsonl").exists()
+
+
+def test_suite_import_checks_its_output_first(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"prompt": "hello"}\n')
+    _assert_one_line_error(run_cli("suite", "import", source, "--name", "ok", "--output", "/nonexistent/dir/out.jsonl"),
+                           "--output", "no such directory")

@@ -71,16 +71,25 @@ async def fingerprint(endpoint: Endpoint) -> dict:
                 "headers": {k: headers[k] for k in FINGERPRINT_HEADERS if k in headers}}
 
 
-async def check_reachable(endpoint: Endpoint) -> None:
-    """Raise :class:`UserError` ("cannot reach URL: connection refused") unless the server
-    answers HTTP at all (any status counts as reachable)."""
-    async with _session() as session:
+async def unreachable_reason(endpoint: Endpoint, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the server does not answer HTTP at all ("connection refused", ...), or None when it
+    answers (any status counts). Never raises."""
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s))
+    async with session:
         try:
             async with session.get(endpoint.url("/v1/models"), headers=request_headers(endpoint)) as resp:
                 await resp.read()
+            return None
         except Exception as exc:
             error_class, message = classify_exception(exc, headers_received=False)
-            reason = {"connect_refused": "connection refused", "dns": "host name not found (DNS)",
-                      "tls": "TLS handshake failed", "connect_timeout": "connect timed out",
-                      "header_timeout": "no response within the timeout"}.get(error_class.value, message)
-            raise UserError(f"cannot reach {endpoint.base_url}: {reason}") from None
+            return {"connect_refused": "connection refused", "dns": "host name not found (DNS)",
+                    "tls": "TLS handshake failed", "connect_timeout": "connect timed out",
+                    "header_timeout": "no response within the timeout"}.get(error_class.value, message)
+
+
+async def check_reachable(endpoint: Endpoint) -> None:
+    """Raise :class:`UserError` ("cannot reach URL: connection refused") unless the server
+    answers HTTP at all (any status counts as reachable)."""
+    reason = await unreachable_reason(endpoint)
+    if reason is not None:
+        raise UserError(f"cannot reach {endpoint.base_url}: {reason}")

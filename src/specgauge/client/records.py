@@ -17,6 +17,8 @@ class ErrorClass(str, Enum):
     DNS = "dns"
     TLS = "tls"
     CONNECT_TIMEOUT = "connect_timeout"
+    CONNECT_FAILED = "connect_failed"   # any other failure to connect (host unreachable, reset...)
+    CONNECTION_LOST = "connection_lost"  # connected, then closed or reset before response headers
     HEADER_TIMEOUT = "header_timeout"   # connected, but no response headers in time
     READ_TIMEOUT = "read_timeout"       # headers came, then the stream stalled
     HTTP_4XX = "http_4xx"

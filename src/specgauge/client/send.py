@@ -18,6 +18,7 @@ propagates (the record is marked ``cancelled`` first).
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 from functools import lru_cache
 from time import perf_counter_ns
@@ -61,11 +62,11 @@ def classify_exception(exc: BaseException, headers_received: bool) -> tuple[Erro
                         aiohttp.ClientSSLError, ssl.SSLError)):
         return ErrorClass.TLS, text
     if isinstance(exc, aiohttp.ClientConnectorError):
-        if isinstance(exc.os_error, ConnectionRefusedError):
+        if isinstance(exc.os_error, ConnectionRefusedError) or exc.os_error.errno == errno.ECONNREFUSED:
             return ErrorClass.CONNECT_REFUSED, text
         if isinstance(exc.os_error, ssl.SSLError):
             return ErrorClass.TLS, text
-        return ErrorClass.OTHER, text
+        return ErrorClass.CONNECT_FAILED, text
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ErrorClass.CONNECT_TIMEOUT, text
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
@@ -76,7 +77,7 @@ def classify_exception(exc: BaseException, headers_received: bool) -> tuple[Erro
                         aiohttp.ClientOSError, ConnectionResetError)):
         if headers_received:
             return ErrorClass.STREAM_CUT, text
-        return ErrorClass.OTHER, f"connection closed before response headers ({text})"
+        return ErrorClass.CONNECTION_LOST, f"connection closed before response headers ({text})"
     return ErrorClass.OTHER, text
 
 

@@ -7,7 +7,7 @@ import functools
 import gc
 from contextlib import contextmanager
 from time import perf_counter_ns
-from typing import Iterator
+from typing import Callable, Iterator
 
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
@@ -84,15 +84,26 @@ async def _warm_one(session: aiohttp.ClientSession, endpoint: Endpoint, timeouts
 
 
 async def warm_pool(session: aiohttp.ClientSession, endpoint: Endpoint, connections: int,
-                    timeouts: Timeouts) -> None:
+                    timeouts: Timeouts, on_opened: Callable[[int, int], None] | None = None) -> None:
     """Open at least ``connections`` keep-alive connections before the measured window, with cheap
     concurrent ``GET /v1/models`` (or ``/health``) requests, so no measured request pays set-up.
 
     All requests start in one loop turn, so each opens a connection of its own (a request started
     after another finished would reuse that one); the set-up times recorded for them therefore
-    include waiting behind the other connects of the same burst.
+    include waiting behind the other connects of the same burst. ``on_opened(done, total)`` is
+    called as they finish (progress for large pools).
     """
-    await asyncio.gather(*(_warm_one(session, endpoint, timeouts) for _ in range(max(1, connections))))
+    total = max(1, connections)
+    done = 0
+
+    async def one() -> None:
+        nonlocal done
+        await _warm_one(session, endpoint, timeouts)
+        done += 1
+        if on_opened is not None:
+            on_opened(done, total)
+
+    await asyncio.gather(*(one() for _ in range(total)))
 
 
 @contextmanager

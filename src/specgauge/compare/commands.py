@@ -12,28 +12,17 @@ import click
 
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
-from specgauge.load.commands import (EXIT_TERMINATED, _NumberList, _one_line_validation_error,
-                                     _terminate_on_sigterm, _write_text)
+from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
 from specgauge.load.peer_flags import compare_peer_options, compare_settings
 
 EXIT_REGRESSION = 1
 
 
 def _run(work):
-    """Run a coroutine; SIGTERM cancels it like Ctrl-C, so launched arms are stopped on the way out."""
-    import asyncio
+    """Run a coroutine; SIGINT or SIGTERM cancels it, so launched arms are stopped on the way out."""
+    from specgauge.load.stop_signals import run_stoppable
 
-    from specgauge.load.runner import run_async
-
-    async def guarded():
-        _terminate_on_sigterm()
-        return await work
-
-    try:
-        return run_async(guarded())
-    except asyncio.CancelledError:
-        click.echo("specgauge: terminated", err=True)
-        raise click.exceptions.Exit(EXIT_TERMINATED) from None
+    return run_stoppable(work)
 
 
 def _names(value: str | None) -> tuple[str, ...]:
@@ -157,6 +146,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--output-dir", metavar="DIR", help="write report.html, plots and verdict.json here")
 @click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
 @compare_peer_options
+@click.option("--resume", metavar="CID", help="finish comparison CID (e.g. c3) that stopped, with its stored plan")
 def compare_command(**options) -> None:
     """Compare a baseline arm with a speculative arm on the same prompts: single stream per domain,
     then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation."""
@@ -167,6 +157,9 @@ def compare_command(**options) -> None:
     from specgauge.store import Store
 
     api_key = options["api_key"] or os.environ.get("OPENAI_API_KEY")
+    if options["resume"] is not None:
+        _resume(options, api_key)
+        return
     if options["against_baseline"]:
         sys.exit(_against_baseline(options, api_key))
     if options["allow_suite_change"] or options["allow_server_change"]:
@@ -196,10 +189,18 @@ def compare_command(**options) -> None:
         raise _one_line_validation_error(exc) from None
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
+    from specgauge.load.capacity import check_capacity
+    from specgauge.load.plan import PointSpec
+
+    check_capacity(PointSpec(mode="closed", concurrency=c, num_requests=1) for c in plan.concurrency)
+    if plan.tokenizer:   # not a tokenizer file: one line before any run is created
+        from specgauge.client.tokens import load_tokenizer
+
+        load_tokenizer(plan.tokenizer)
     _check_outputs(options["output_json"], options["output_dir"])
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
-    result = _run(_compare(plan, options["db"], options["verify"]))
+    result = _run_compare(plan, options["db"], options["verify"])
     if options["verify"] and result.verification is None:
         recommendation = result.recommendation
         why = ("speculation never pays (switch it off)" if recommendation.disable_above == 0 else
@@ -210,7 +211,30 @@ def compare_command(**options) -> None:
           to_stderr=options["output_json"] == "-", db=options["db"])
 
 
-async def _compare(plan, db: str, verify: bool):
+def _resume(options: dict, api_key: str | None) -> None:
+    """``compare --resume CID``: finish a stopped comparison with its stored plan, then report it."""
+    from specgauge.compare.resume import check_resume_options, parse_comparison_id, stored_plan
+
+    check_resume_options(click.get_current_context())
+    comparison_id = parse_comparison_id(options["resume"])
+    plan = stored_plan(options["db"], comparison_id, api_key)
+    _check_outputs(options["output_json"], options["output_dir"])
+    result = _run_compare(plan, options["db"], False, resume_id=comparison_id)
+    _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
+          to_stderr=options["output_json"] == "-", db=options["db"])
+
+
+def _run_compare(plan, db: str, verify: bool, *, resume_id: int | None = None):
+    """Run (or finish) a comparison; a stopped one ends in one line naming the resume command."""
+    from specgauge.compare.orchestrate import ComparisonStopped
+
+    try:
+        return _run(_compare(plan, db, verify, resume_id=resume_id))
+    except ComparisonStopped as stopped:   # an arm's server stopped answering (exit 3), a full store (4)
+        raise stopped.with_resume(f"specgauge compare --resume c{stopped.comparison_id} --db {db}") from None
+
+
+async def _compare(plan, db: str, verify: bool, *, resume_id: int | None = None):
     from specgauge.compare.orchestrate import run_comparison
     from specgauge.compare.progress import ComparisonProgress
     from specgauge.compare.verify import verify_threshold
@@ -225,7 +249,7 @@ async def _compare(plan, db: str, verify: bool):
     progress = ComparisonProgress()
     try:
         with Store.open(db) as store:
-            result = await run_comparison(plan, store, progress,
+            result = await run_comparison(plan, store, progress, resume_id=resume_id,
                                           on_stage=lambda text: progress.console.print(f"[bold]{text}"))
             if verify:
                 result = await verify_threshold(plan, store, result, progress,

@@ -11,20 +11,23 @@ Two schedules (``ComparePlan.schedule``):
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
+import sqlite3
 from pathlib import Path
 from typing import Callable, Iterator
 
 from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
-from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, StageRuns, SuiteInfo)
+from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning, StageRuns,
+                                        SuiteInfo)
 from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
 from specgauge.compare.speculation_setup import speculation_setup
 from specgauge.errors import UserError
-from specgauge.load.bench import OpenRun, close_run, open_run, run_point_at
+from specgauge.load.bench import OpenRun, RunStopped, close_run, open_run, reopen_run, run_point_at
 from specgauge.report.progress import BenchProgress, NullProgress
-from specgauge.store import Store
+from specgauge.store import Store, StoreWriteError
 from specgauge.suites.registry import load_suite
 
 ARMS = ("baseline", "speculative")
@@ -54,16 +57,57 @@ class StageProgress:
         self._inner.run_finished(run_id, status)
 
 
+class ComparisonStopped(UserError):
+    """A comparison stopped before its end: one of its runs did (the server of an arm stopped
+    answering, the store cannot be written), or an arm could not be reached or started for a later
+    stage. Its finished runs stay; ``compare --resume`` finishes it. The exit code is the cause's."""
+
+    def __init__(self, comparison_id: int, cause: UserError) -> None:
+        super().__init__(f"comparison c{comparison_id} stopped: {cause}")
+        self.comparison_id = comparison_id
+        self.cause = cause
+        self.exit_code = cause.exit_code
+
+    def with_resume(self, command: str) -> UserError:
+        """This error as one line ending in the command that finishes the comparison."""
+        if isinstance(self.cause, RunStopped):
+            text = str(self.cause.with_resume(command))
+        else:
+            text = f"{self.cause}; finish it with: {command}"
+        error = UserError(f"comparison c{self.comparison_id} stopped: {text}")
+        error.exit_code = self.exit_code
+        return error
+
+
 @dataclasses.dataclass
 class _Ledger:
-    """Run ids per (stage, arm), one per round, and what each arm turned out to be."""
+    """Run ids per (stage, arm), one per round, and what each arm turned out to be. ``existing``:
+    the runs a resumed comparison made already, by (stage, arm, round)."""
 
     runs: dict[tuple[str, str], list[int]] = dataclasses.field(default_factory=dict)
     urls: dict[str, str] = dataclasses.field(default_factory=dict)
+    existing: dict[tuple[str, str, int], int] = dataclasses.field(default_factory=dict)
 
     def add(self, store: Store, comparison_id: int, stage: str, arm: str, round_number: int, run_id: int) -> None:
         store.link_comparison_run(comparison_id, run_id, arm=arm, stage=stage, round=round_number)
         self.runs.setdefault((stage, arm), []).append(run_id)
+
+    def done(self, store: Store, stage: str, arm: str, round_number: int) -> bool:
+        """Whether a resumed comparison finished this run already."""
+        run_id = self.existing.get((stage, arm, round_number))
+        return run_id is not None and all(p.status == "done" for p in store.get_points(run_id))
+
+    async def stage_run(self, plan: ComparePlan, store: Store, comparison_id: int, stage: Stage, arm: str,
+                        round_number: int, url: str, progress: BenchProgress, phase: str = "") -> OpenRun:
+        """The arm's run of ``stage`` in this round: the one a resumed comparison made, else a new one."""
+        stage_progress = StageProgress(progress, arm, stage.name, phase)
+        run_id = self.existing.get((stage.name, arm, round_number))
+        if run_id is None:
+            run = await open_run(plan.bench_config(stage, url), store, stage_progress)
+            self.add(store, comparison_id, stage.name, arm, round_number, run.run_id)
+            return run
+        self.runs.setdefault((stage.name, arm), []).append(run_id)
+        return await reopen_run(run_id, store, stage_progress, url=url, api_key=plan.api_key)
 
 
 @dataclasses.dataclass
@@ -136,18 +180,24 @@ def _engine(spec: ArmSpec, plan: ComparePlan):
 
 async def _run_all_points(run: OpenRun) -> None:
     for point in run.store.get_points(run.run_id):
-        await run_point_at(run, point.point_index)
+        if point.status != "done":
+            await run_point_at(run, point.point_index)
     close_run(run)
 
 
 async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgress | None = None, *,
                          log_dir: Path | None = None,
-                         on_stage: Callable[[str], None] | None = None, phase: str = "") -> CompareResult:
+                         on_stage: Callable[[str], None] | None = None, phase: str = "",
+                         resume_id: int | None = None) -> CompareResult:
     """Run ``plan`` against its two arms, store every run and the comparison, return the result.
 
     ``phase``: a word that prefixes every progress label and stage heading (``verify``).
-    Raises :class:`specgauge.errors.UserError` (one line) when an arm cannot be started or reached,
-    naming a launched arm that died and its log.
+    With ``resume_id``, finish that stored comparison instead: its finished runs are kept, its
+    unfinished ones are finished (only their missing requests), the rest run as planned.
+    Raises :class:`specgauge.errors.UserError` (one line) when an arm cannot be started or reached
+    (naming a launched arm that died and its log),
+    and :class:`ComparisonStopped` when a run stops (its server stopped answering, a full store): the
+    comparison is then ``failed``, and what it measured is stored as a partial result.
     """
     if phase and on_stage:
         inner_on_stage = on_stage
@@ -156,20 +206,61 @@ async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgres
     stages = plan.stages()
     suites = {s.name: load_suite(s.suite) for s in stages}   # unknown suites fail before anything starts
     specs = [plan.baseline.spec(), plan.speculative.spec()]
-    comparison_id = store.create_comparison(plan.model_dump(mode="json"))
     ledger = _Ledger()
+    if resume_id is None:
+        comparison_id = store.create_comparison(plan.model_dump(mode="json"))
+    else:
+        comparison_id = resume_id
+        ledger.existing = {(r.stage, r.arm, r.round): r.run_id for r in store.comparison_runs(resume_id)}
+        store.restart_comparison(resume_id)
     try:
         if plan.schedule == "abba_by_point":
             await _abba(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase)
         else:
             await _sequential(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase)
     except BaseException as exc:
-        store.finish_comparison(comparison_id, status="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
-                                error=f"{type(exc).__name__}: {exc}")
+        _stop_comparison(store, comparison_id, plan, ledger, suites, stages, exc)
+        if isinstance(exc, UserError):
+            raise ComparisonStopped(comparison_id, exc) from None
         raise
     result = analyse(store, comparison_id, plan, ledger, suites, stages)
     store.finish_comparison(comparison_id, status="done", result=result.model_dump(mode="json"))
     return result
+
+
+def _stop_comparison(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger, suites: dict,
+                     stages: list[Stage], exc: BaseException) -> None:
+    """Mark the comparison stopped and store what it measured (best effort: the store may be what failed)."""
+    interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+    error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+    partial = None
+    try:
+        partial = _partial_result(store, comparison_id, plan, ledger, suites, stages, error)
+    except Exception:  # too little measured to analyse: the runs stay in the store all the same
+        partial = None
+    try:
+        store.commit()
+        store.finish_comparison(comparison_id, status="interrupted" if interrupted else "failed",
+                                result=partial, error=" ".join(error.split()))
+    except (sqlite3.Error, StoreWriteError):
+        pass
+
+
+def _partial_result(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger, suites: dict,
+                    stages: list[Stage], error: str) -> dict | None:
+    """The result over the points both arms finished, marked incomplete; None when there are none."""
+    done = [(stage, arm) for stage in stages for arm in ARMS
+            if any(p.status == "done" for run_id in ledger.runs.get((stage.name, arm), ())
+                   for p in store.get_points(run_id))]
+    measured = [stage for stage in stages if (stage, "baseline") in done and (stage, "speculative") in done]
+    if not measured:
+        return None
+    result = analyse(store, comparison_id, plan, ledger, suites, measured)
+    warning = HealthWarning(code="incomplete", message=(
+        f"incomplete: the comparison stopped before its end ({' '.join(error.split())}); this covers "
+        f"{len(measured)} of {len(stages)} stages, points both arms finished only; "
+        f"'specgauge compare --resume {comparison_id}' finishes it"))
+    return result.model_copy(update={"health": (*result.health, warning)}).model_dump(mode="json")
 
 
 def _stage_heading(stage: Stage, stages: list[Stage]) -> str | None:
@@ -193,14 +284,14 @@ async def _abba(plan, store, comparison_id, stages, specs, ledger, progress, log
                     on_stage(f"round {round_number + 1}/{plan.rounds} · {heading} · both arms, ABBA by point")
                 runs = {}
                 for arm in ARMS:
-                    runs[arm] = await open_run(plan.bench_config(stage, urls[arm]), store,
-                                               StageProgress(progress, arm, stage.name, phase))
-                    ledger.add(store, comparison_id, stage.name, arm, round_number, runs[arm].run_id)
+                    runs[arm] = await ledger.stage_run(plan, store, comparison_id, stage, arm, round_number,
+                                                       urls[arm], progress, phase)
                 for point in store.get_points(runs["baseline"].run_id):
                     order = ARMS if turn % 2 == 0 else ARMS[::-1]
-                    turn += 1
+                    turn += 1   # counted for finished points too, so a resumed comparison keeps the order
                     for arm in order:
-                        await run_point_at(runs[arm], point.point_index)
+                        if _point_status(runs[arm], point.point_index) != "done":
+                            await run_point_at(runs[arm], point.point_index)
                 for arm in ARMS:
                     close_run(runs[arm])
 
@@ -210,16 +301,24 @@ async def _sequential(plan, store, comparison_id, stages, specs, ledger, progres
     for round_number in range(plan.rounds):
         order = ARMS if round_number % 2 == 0 else ARMS[::-1]
         for arm in order:
+            if all(ledger.done(store, stage.name, arm, round_number) for stage in stages):
+                for stage in stages:   # finished before a resume: nothing to start
+                    ledger.runs.setdefault((stage.name, arm), []).append(
+                        ledger.existing[(stage.name, arm, round_number)])
+                continue
             if on_stage:
                 on_stage(f"round {round_number + 1}/{plan.rounds} · {arm} arm: {by_name[arm].describe()}")
             with _arms_up([by_name[arm]], plan, log_dir, on_stage) as arms:
                 urls = arms.urls
                 ledger.urls.update(urls)
                 for stage in stages:
-                    run = await open_run(plan.bench_config(stage, urls[arm]), store,
-                                         StageProgress(progress, arm, stage.name, phase))
-                    ledger.add(store, comparison_id, stage.name, arm, round_number, run.run_id)
+                    run = await ledger.stage_run(plan, store, comparison_id, stage, arm, round_number,
+                                                 urls[arm], progress, phase)
                     await _run_all_points(run)
+
+
+def _point_status(run: OpenRun, point_index: int) -> str:
+    return next(p.status for p in run.store.get_points(run.run_id) if p.point_index == point_index)
 
 
 def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger, suites: dict,

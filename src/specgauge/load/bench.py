@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import platform
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from specgauge.load.runner import PointOutcome, run_point
 from specgauge.report.formatting import describe_point
 from specgauge.load.workload import prepare_workload
 from specgauge.report.progress import BenchProgress, NullProgress
-from specgauge.store import PointRow, Store
+from specgauge.store import PointRow, RunRow, Store, StoreWriteError
 from specgauge.store.turn_writer import TurnWriter
 from specgauge.suites.model import Suite
 from specgauge.suites.registry import load_suite
@@ -52,6 +53,60 @@ class RunSummary:
         return any(p.aggregate.flagged for p in self.points)
 
 
+class RunStopped(UserError):
+    """A run stopped before its end for a reason outside specgauge (the server stopped answering,
+    the store cannot be written). It is marked ``failed`` with the reason, everything stored stays,
+    and ``--resume`` finishes it; the exit code is the cause's (3 server, 4 store)."""
+
+    def __init__(self, run_id: int, cause: UserError, where: str) -> None:
+        super().__init__(f"run {run_id} stopped: {cause}{where}")
+        self.run_id = run_id
+        self.cause = cause
+        self.exit_code = cause.exit_code
+
+    def with_resume(self, command: str) -> UserError:
+        """This error as one line ending in the command (``specgauge bench --resume 3 --db r.db``)
+        that finishes the run, with the exit code kept."""
+        from specgauge.load.outage import ServerDown
+
+        when = "when the server answers again" if isinstance(self.cause, ServerDown) else \
+            "once the store can be written (free space, or move the file)"
+        error = UserError(f"{self}; {when}, finish it with: {command}")
+        error.exit_code = self.exit_code
+        return error
+
+
+def _stop_run(store: Store, run_id: int, progress: BenchProgress, exc: BaseException,
+              point: PointRow | None) -> BaseException:
+    """Mark the run stopped by ``exc`` (best effort: the store may be what failed); the exception
+    to raise in its place."""
+    if isinstance(exc, sqlite3.Error):
+        exc = StoreWriteError(store.path, exc)
+    interrupted = isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt))
+    status = "interrupted" if interrupted else "failed"
+    error = None if interrupted else (str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}")
+    try:
+        store.commit()
+        store.set_run_status(run_id, status, error=error)
+    except (sqlite3.Error, StoreWriteError):  # cannot be written: the run stays 'running', resumable all the same
+        pass
+    store.release_run(run_id)
+    progress.run_finished(run_id, status)
+    if isinstance(exc, UserError) and exc.exit_code != 2 and point is not None:
+        return RunStopped(run_id, exc, _where(store, point))
+    return exc
+
+
+def _where(store: Store, point: PointRow) -> str:
+    """``; at point c=4: 136 of 600 requests stored`` (best effort)."""
+    try:
+        stored = len(store.measured_indices(point.id))
+    except sqlite3.Error:
+        return ""
+    total = point.spec.get("num_requests")
+    return f"; at point {describe_point(point.spec)}: {stored}{f' of {total}' if total else ''} requests stored"
+
+
 def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
     return Endpoint(base_url=config.url, api=config.api, model=model, api_key=config.api_key,
                     headers=config.headers, tokenizer_path=config.tokenizer_path)
@@ -64,7 +119,10 @@ async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgre
     cannot be reached or the workload cannot be sent as asked (:mod:`specgauge.load.workload`).
     """
     run = await open_run(config, store, progress)
-    return await _run_points(run.run_id, store, run.endpoint, run.suite, run.config, run.progress)
+    try:
+        return await _run_points(run.run_id, store, run.endpoint, run.suite, run.config, run.progress)
+    finally:
+        store.release_run(run.run_id)
 
 
 @dataclass(frozen=True)
@@ -103,6 +161,7 @@ async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | 
         suite_hash=suite.content_hash, server_fingerprint=server,
         server_info=server.get("server_info"), response_headers=server.get("headers"),
     )
+    store.claim_run(run_id)
     store.add_points(run_id, [dataclasses.asdict(spec) for spec in specs])
     progress.run_started(run_id, len(specs), resumed=False)
     return OpenRun(run_id, store, endpoint, suite, config, progress)
@@ -113,14 +172,11 @@ async def run_point_at(run: OpenRun, point_index: int) -> PointResult:
     point = next(p for p in run.store.get_points(run.run_id) if p.point_index == point_index)
     try:
         await _run_point(run.store, point, run.endpoint, run.suite, run.config, run.progress)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        run.store.set_run_status(run.run_id, "interrupted")
-        run.progress.run_finished(run.run_id, "interrupted")
-        raise
     except BaseException as exc:
-        run.store.set_run_status(run.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
-        run.progress.run_finished(run.run_id, "failed")
-        raise
+        stopped = _stop_run(run.store, run.run_id, run.progress, exc, point)
+        if stopped is exc:
+            raise
+        raise stopped from None
     done = next(p for p in run.store.get_points(run.run_id) if p.point_index == point_index)
     return PointResult(done.point_index, done.spec, PointAggregate.from_dict(done.aggregates))
 
@@ -130,6 +186,7 @@ def close_run(run: OpenRun) -> RunSummary:
     points = run.store.get_points(run.run_id)
     status = "done" if all(p.status == "done" for p in points) else "interrupted"
     run.store.set_run_status(run.run_id, status)
+    run.store.release_run(run.run_id)
     run.progress.run_finished(run.run_id, status)
     return _summary(run.run_id, status, points)
 
@@ -144,13 +201,49 @@ async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | 
     """
     progress = progress or NullProgress()
     run = store.get_run(run_id)
+    store.claim_run(run_id)  # a second process resuming the same run refuses here, before sending anything
+    try:
+        return await _resume_claimed(run, store, progress, api_key=api_key, headers=headers)
+    finally:
+        store.release_run(run_id)
+
+
+def _restore_run(run: RunRow, *, api_key: str | None, headers: tuple[tuple[str, str], ...],
+                 url: str | None = None) -> tuple[BenchConfig, Suite, Endpoint]:
+    """A stored run's config (secrets given again, ``url`` replaced), suite (unchanged, or a
+    :class:`UserError`) and endpoint."""
     config = _restore_config(run.config, api_key=api_key, headers=headers)
+    if url is not None:
+        config = config.model_copy(update={"url": url.rstrip("/")})
     suite = load_suite(config.suite)
     if suite.content_hash != run.suite_hash:
-        raise UserError(f"run {run_id} used suite {run.suite_name}@{run.suite_version} with hash "
+        raise UserError(f"run {run.id} used suite {run.suite_name}@{run.suite_version} with hash "
                         f"{run.suite_hash[:12]}, but '{config.suite}' now has hash {suite.content_hash[:12]}; "
                         f"the prompts changed, so the run cannot be resumed")
-    endpoint = _endpoint(config, run.model)
+    return config, suite, _endpoint(config, run.model)
+
+
+async def reopen_run(run_id: int, store: Store, progress: BenchProgress | None = None, *, url: str | None = None,
+                     api_key: str | None = None, headers: tuple[tuple[str, str], ...] = ()) -> OpenRun:
+    """Run ``run_id`` as an :class:`OpenRun` again (``compare --resume``), claimed by this process:
+    :func:`run_point_at` finishes its unfinished points. ``url`` replaces the stored one (a
+    launched arm listens on a new port)."""
+    progress = progress or NullProgress()
+    run = store.get_run(run_id)
+    config, suite, endpoint = _restore_run(run, api_key=api_key, headers=headers, url=url)
+    store.claim_run(run_id)
+    points = store.get_points(run_id)
+    if not all(p.status == "done" for p in points):
+        await check_reachable(endpoint)
+        store.set_run_status(run_id, "running")
+    progress.run_started(run_id, len(points), resumed=True)
+    return OpenRun(run_id, store, endpoint, suite, config, progress)
+
+
+async def _resume_claimed(run: RunRow, store: Store, progress: BenchProgress, *, api_key: str | None,
+                          headers: tuple[tuple[str, str], ...]) -> RunSummary:
+    run_id = run.id
+    config, suite, endpoint = _restore_run(run, api_key=api_key, headers=headers)
     points = store.get_points(run_id)
     progress.run_started(run_id, len(points), resumed=True)
     if all(p.status == "done" for p in points):
@@ -190,19 +283,17 @@ def resumable_by_index(spec: PointSpec) -> bool:
 
 async def _run_points(run_id: int, store: Store, endpoint: Endpoint, suite: Suite, config: BenchConfig,
                       progress: BenchProgress) -> RunSummary:
+    point = None
     try:
         for point in store.get_points(run_id):
             if point.status != "done":
                 await _run_point(store, point, endpoint, suite, config, progress)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        store.set_run_status(run_id, "interrupted")
-        progress.run_finished(run_id, "interrupted")
-        raise
+        store.set_run_status(run_id, "done")
     except BaseException as exc:
-        store.set_run_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
-        progress.run_finished(run_id, "failed")
-        raise
-    store.set_run_status(run_id, "done")
+        stopped = _stop_run(store, run_id, progress, exc, point)
+        if stopped is exc:
+            raise
+        raise stopped from None
     progress.run_finished(run_id, "done")
     return _summary(run_id, "done", store.get_points(run_id))
 
@@ -227,7 +318,8 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
     outcome = None
     if spec.num_requests is None or len(stored) < spec.num_requests:
         try:
-            outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored)
+            outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored,
+                                      on_connections=getattr(progress, "connections_opened", None))
         finally:
             writer.flush()
         store.checkpoint()  # between points, never inside a measured window

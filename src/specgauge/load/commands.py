@@ -6,7 +6,6 @@ Heavy imports (numpy, aiohttp, rich tables) stay inside the command bodies.
 from __future__ import annotations
 
 import math
-import signal
 import sys
 from pathlib import Path
 
@@ -15,9 +14,9 @@ import click
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
 from specgauge.load.peer_flags import PEER_RUN_OPTIONS, PeerFlagsCommand, peer_options
+from specgauge.output_paths import check_output_file
 
 DB_OPTION_HELP = "results store (an SQLite file)"
-EXIT_TERMINATED = 128 + signal.SIGTERM
 # Options that define a run's load; --resume takes them from the stored run instead.
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "duration", "arrival",
                         "burstiness", "max_concurrency", "warmup", "seed", "max_tokens", "temperature",
@@ -129,22 +128,21 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.pass_context
 def bench_command(ctx: click.Context, **options) -> None:
     """Benchmark the server at URL over one or more load points; every request is stored."""
-    import asyncio
-
-    from specgauge.load.runner import run_async
+    from specgauge.load.bench import RunStopped
+    from specgauge.load.stop_signals import run_stoppable
     from specgauge.report.export import run_document
     from specgauge.store import Store
 
     headers = _parse_headers(options["headers"])
+    check_output_file(options["output_json"], "--output-json")   # before anything runs, not after
     if options["resume_run_id"] is not None:
         work = _prepare_resume(ctx, options, headers)
     else:
         work = _prepare_new_run(options, headers)
     try:
-        summary, store_path = run_async(work)
-    except asyncio.CancelledError:  # SIGTERM (see _terminate_on_sigterm): the run is marked interrupted
-        click.echo("specgauge: terminated", err=True)
-        raise click.exceptions.Exit(EXIT_TERMINATED) from None
+        summary, store_path = run_stoppable(work)  # SIGINT/SIGTERM: the run is marked interrupted, exit 130/143
+    except RunStopped as stopped:  # the server stopped answering (exit 3), the store is full (4)
+        raise stopped.with_resume(f"specgauge bench --resume {stopped.run_id} --db {options['db']}") from None
     output_json = options["output_json"]
     with Store.open(store_path, create=False) as store:
         _print_run(store, summary.run_id, to_stderr=output_json == "-")
@@ -199,7 +197,13 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
     except ValidationError as exc:
         raise _one_line_validation_error(exc) from None
     load_suite(config.suite)  # an unknown suite fails before the store file is created
-    config.point_specs()
+    if config.tokenizer_path:  # not a tokenizer file: one line before any run is created
+        from specgauge.client.tokens import load_tokenizer
+
+        load_tokenizer(config.tokenizer_path)
+    from specgauge.load.capacity import check_capacity
+
+    check_capacity(config.point_specs())  # connections this machine cannot open: one line, before any run
     db = options["db"]
     if Path(db).exists():  # a bad --db file fails before the server is contacted
         Store.open(db, create=False).close()
@@ -218,16 +222,12 @@ def _prepare_resume(ctx: click.Context, options: dict, headers: tuple[tuple[str,
     run_id, db = options["resume_run_id"], options["db"]
     with Store.open(db, create=False) as store:
         store.get_run(run_id)  # an unknown id: one line, before anything runs
+        specs = [point.spec for point in store.get_points(run_id) if point.status != "done"]
+    from specgauge.load.capacity import check_capacity
+    from specgauge.load.plan import PointSpec
+
+    check_capacity(PointSpec(**spec) for spec in specs)
     return _resume(run_id, db, options["api_key"], headers)
-
-
-def _terminate_on_sigterm() -> None:
-    """Let SIGTERM cancel the running sweep like Ctrl-C does, so the run is marked interrupted."""
-    import asyncio
-
-    task = asyncio.current_task()
-    if task is not None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 async def _checked_run(config, db: str):
@@ -242,7 +242,6 @@ async def _checked_run(config, db: str):
     probe = Endpoint(base_url=config.url, api=config.api, api_key=config.api_key, headers=config.headers)
     await check_reachable(probe)
     config = await prepare_workload(config, probe, Path(db).resolve().parent)  # refusals: before the store exists
-    _terminate_on_sigterm()
     with Store.open(db) as store:
         return await run_benchmark(config, store, RichProgress(db=db)), store.path
 
@@ -252,7 +251,6 @@ async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tupl
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
-    _terminate_on_sigterm()
     with Store.open(db, create=False) as store:
         return await resume_benchmark(run_id, store, RichProgress(db=db), api_key=api_key, headers=headers), store.path
 
@@ -264,7 +262,7 @@ def runs_command(db: str) -> None:
     from specgauge.report.terminal import comparisons_table, runs_table
     from specgauge.store import Store
 
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False, read_only=True) as store:
         _console().print(runs_table([(run, store.get_points(run.id)) for run in store.list_runs()]))
         comparisons = [(row, store.comparison_runs(row.id)) for row in store.list_comparisons()]
     if comparisons:
@@ -281,7 +279,7 @@ def show_command(run_id: str, db: str) -> None:
     from specgauge.store import Store
 
     ref = parse_report_id(run_id)
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False, read_only=True) as store:
         if ref.kind == "run":
             _print_run(store, ref.id, to_stderr=False)
             return
@@ -299,10 +297,12 @@ def export_command(run_id: int, fmt: str, output: str, per_request: bool, db: st
     """Export a run's points (or, with --requests, every request) as JSON or CSV."""
     import json
 
+    check_output_file(output, "--output")
+
     from specgauge.report.export import iter_request_documents, point_document, run_document, to_csv
     from specgauge.store import Store
 
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False, read_only=True) as store:
         run, points = store.get_run(run_id), store.get_points(run_id)
         if per_request:
             docs = list(iter_request_documents(store, run_id))

@@ -16,12 +16,13 @@ from typing import Callable, Coroutine, Iterable, TypeVar
 import aiohttp
 
 from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
-from specgauge.client.probe import detect_model
+from specgauge.client.probe import detect_model, unreachable_reason
 from specgauge.client.records import RequestRecord
 from specgauge.client.send import send_request
 from specgauge.client.tokens import load_tokenizer
 from specgauge.client.session import gc_frozen, open_session, warm_pool
 from specgauge.client.server_metrics import SpecCounters, counters_between, scrape_spec_snapshot
+from specgauge.load.outage import OutageGuard
 from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
 from specgauge.suites.model import Suite
 
@@ -67,17 +68,28 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
     included). Open loop: slot ``i`` is scheduled at ``window_start + offset_i``; with
     ``max_concurrency`` a slot also waits for a free place (that wait shows up as lag).
     No new request starts after ``deadline_ns``; requests in flight finish.
+
+    Connection-level failures go through an :class:`~specgauge.load.outage.OutageGuard`: when the
+    server stops answering, :class:`~specgauge.load.outage.ServerDown` is raised, nothing more is
+    sent, requests in flight are cancelled, and the failures of the outage are not returned.
     """
     records: list[RequestRecord] = []
+    guard = OutageGuard(endpoint.base_url, lambda: unreachable_reason(endpoint))
+
+    def keep(finished: list[RequestRecord]) -> None:
+        for record in finished:
+            records.append(record)
+            if on_record is not None:
+                on_record(record)
 
     async def one(item: PlannedRequest, scheduled_ns: int) -> None:
         record = await send_request(session, endpoint, suite.requests[item.prompt_index],
                                     request_index=item.request_index, prompt_index=item.prompt_index,
                                     max_tokens=spec.max_tokens, temperature=spec.temperature,
                                     scheduled_ns=scheduled_ns, timeouts=timeouts, ignore_eos=spec.ignore_eos)
-        records.append(record)
-        if on_record is not None:
-            on_record(record)
+        keep(guard.admit(record))
+        if guard.suspect:
+            keep(await guard.check())
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -89,20 +101,24 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
                     for item in slots:  # one shared iterator: each user takes the next free slot
                         if deadline_ns is not None and perf_counter_ns() >= deadline_ns:
                             return
+                        if guard.probing:
+                            await guard.wait_clear()
+                            free_since = perf_counter_ns()
                         await one(item, free_since)
                         free_since = perf_counter_ns()
 
                 for _ in range(int(spec.concurrency or 1)):  # a user with no slot left just returns
                     group.create_task(user())
             else:
-                await _open_loop(group, one, spec, items, window_start_ns, deadline_ns)
+                await _open_loop(group, one, guard, spec, items, window_start_ns, deadline_ns)
     except BaseExceptionGroup as errors:  # the first failure (an on_record error, say) as itself
         raise errors.exceptions[0] from None
+    keep(await guard.settle())
     return records
 
 
-async def _open_loop(group: asyncio.TaskGroup, one, spec: PointSpec, items: Iterable[PlannedRequest],
-                     window_start_ns: int, deadline_ns: int | None) -> None:
+async def _open_loop(group: asyncio.TaskGroup, one, guard: OutageGuard, spec: PointSpec,
+                     items: Iterable[PlannedRequest], window_start_ns: int, deadline_ns: int | None) -> None:
     """Start each slot at its scheduled time (waiting for a free place under ``max_concurrency``)."""
     limit = asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else None
 
@@ -120,6 +136,8 @@ async def _open_loop(group: asyncio.TaskGroup, one, spec: PointSpec, items: Iter
         delay_s = (scheduled_ns - perf_counter_ns()) / 1e9
         if delay_s > 0:
             await asyncio.sleep(delay_s)
+        if guard.probing:
+            await guard.wait_clear()
         if limit is not None:
             await limit.acquire()
         group.create_task(limited(item, scheduled_ns))
@@ -128,7 +146,8 @@ async def _open_loop(group: asyncio.TaskGroup, one, spec: PointSpec, items: Iter
 async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
                     on_record: Callable[[RequestRecord], None],
                     skip_request_indices: frozenset[int] = frozenset(),
-                    timeouts: Timeouts = Timeouts()) -> PointOutcome:
+                    timeouts: Timeouts = Timeouts(),
+                    on_connections: Callable[[int, int], None] | None = None) -> PointOutcome:
     """Run one load point against ``endpoint`` and return its :class:`PointOutcome`.
 
     Steps: detect the model when none is given; open ``spec.pool_size`` connections; send the
@@ -136,6 +155,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     measure the window with GC frozen, calling ``on_record`` in the event loop as each measured
     request finishes; snapshot again and diff. Slots in ``skip_request_indices`` (already stored,
     ``--resume``) are not sent. Request faults are on the records; nothing here raises for them.
+    ``on_connections(opened, total)`` reports the pool being opened.
     """
     if endpoint.tokenizer_path:
         load_tokenizer(endpoint.tokenizer_path)  # a bad path fails here, before any request; and it is cached
@@ -145,7 +165,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
     connect_ms: list[float] = []
     async with open_session(timeouts, connect_ms) as session:
-        await warm_pool(session, endpoint, spec.pool_size, timeouts)
+        await warm_pool(session, endpoint, spec.pool_size, timeouts, on_connections)
         if spec.warmup_requests:
             warm_order = prompt_order(spec.seed + WARMUP_SEED_OFFSET, num_prompts, spec.warmup_requests)
             warm_items = [PlannedRequest(-1 - i, p) for i, p in enumerate(warm_order)]

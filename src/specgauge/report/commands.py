@@ -80,7 +80,7 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     from specgauge.store import Store
 
     ref = parse_report_id(report_id)
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False, read_only=True) as store:
         data, document = load_report(store, ref)
         run_view = (store.get_run(ref.id), store.get_points(ref.id)) if ref.kind == "run" else None
         part_of = store.comparison_of_run(ref.id) if ref.kind == "run" else None

@@ -23,6 +23,7 @@ from specgauge.store import PointRow, RunRow
 # A redraw holds the interpreter ~1 ms (measured on a terminal), stalling the event loop that
 # timestamps the streams: rich's default 10 redraws a second would touch 1 % of the time.
 REFRESH_PER_SECOND = 2
+CONNECTION_BAR_FROM = 256   # pools this large get a "connecting" bar (opening them can take seconds)
 
 
 class RichProgress:
@@ -38,6 +39,7 @@ class RichProgress:
             refresh_per_second=REFRESH_PER_SECOND,
         )
         self._task: TaskID | None = None
+        self._connect_task: TaskID | None = None
         self._started = 0.0
         self._tokens = 0
         self._errors = 0
@@ -50,6 +52,17 @@ class RichProgress:
     def point_started(self, point_index: int, label: str, total: int | None, already_done: int) -> None:
         self._started, self._tokens, self._errors = time.perf_counter(), 0, 0
         self._task = self._progress.add_task(label, total=total, completed=already_done, tok_s="-", errors="")
+
+    def connections_opened(self, opened: int, total: int) -> None:
+        """A bar while a large pool (CONNECTION_BAR_FROM connections or more) is being opened."""
+        if total < CONNECTION_BAR_FROM:
+            return
+        if self._connect_task is None:
+            self._connect_task = self._progress.add_task("connecting", total=total, tok_s="-", errors="")
+        self._progress.update(self._connect_task, completed=opened)
+        if opened >= total:
+            self._progress.remove_task(self._connect_task)
+            self._connect_task = None
 
     def request_finished(self, record: RequestRecord) -> None:
         if self._task is None:

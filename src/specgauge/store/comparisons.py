@@ -71,6 +71,11 @@ class ComparisonTables:
                          (status, _now(), None if result is None else json.dumps(result, sort_keys=True),
                           error, comparison_id))
 
+    def restart_comparison(self, comparison_id: int) -> None:
+        """Mark a stopped comparison ``running`` again (``compare --resume``); its partial result goes."""
+        self._db.execute("UPDATE comparisons SET status = 'running', finished_at = NULL, result_json = NULL,"
+                         " error = NULL WHERE id = ?", (comparison_id,))
+
     def get_comparison(self, comparison_id: int) -> ComparisonRow:
         """The comparison ``comparison_id``; an unknown id raises :class:`UserError`."""
         row = self._db.execute("SELECT * FROM comparisons WHERE id = ?", (comparison_id,)).fetchone()

@@ -1,12 +1,13 @@
-"""The results store's SQLite schema (version 2). docs/bench.md and docs/compare.md describe every column.
+"""The results store's SQLite schema (version 3). docs/bench.md and docs/compare.md describe every column.
 
-Version 2 added the comparison tables (``comparisons``, ``comparison_runs``, ``baselines``); a version-1
-store is migrated in place when opened (:data:`MIGRATIONS`).
+Version 2 added the comparison tables (``comparisons``, ``comparison_runs``, ``baselines``), version 3
+the ``run_claims`` table (which process is running a run); an older store is migrated in place when
+opened (:data:`MIGRATIONS`).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 RUN_STATUSES = ("running", "done", "failed", "interrupted")
 POINT_STATUSES = ("pending", "running", "done")
@@ -116,5 +117,18 @@ CREATE TABLE IF NOT EXISTS baselines (
 );
 """
 
+# Version 3: the process that is running a run (bench, --resume, compare), so that a second one
+# refuses before sending anything. A row left by a killed process is taken over once that process
+# is gone (same host: its pid no longer runs with the same start time).
+DDL_V3 = """
+CREATE TABLE IF NOT EXISTS run_claims (
+    run_id          INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    pid             INTEGER NOT NULL,
+    host            TEXT NOT NULL,
+    process_started TEXT,                   -- the process's start time (Linux /proc/PID/stat), against pid reuse
+    claimed_at      TEXT NOT NULL
+);
+"""
+
 # Applied in order to a store whose version is below the key.
-MIGRATIONS = {2: DDL_V2}
+MIGRATIONS = {2: DDL_V2, 3: DDL_V3}

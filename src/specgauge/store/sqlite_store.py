@@ -8,6 +8,7 @@ there and runs only what is missing. One ``Store`` is used from one thread (the 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any, Iterator
 from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
 from specgauge.errors import UserError
 from specgauge.store import codec
+from specgauge.store.claims import RunClaims
 from specgauge.store.comparisons import ComparisonTables
 from specgauge.store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 
@@ -35,6 +37,18 @@ _ENCODED_FIELDS = ("chunk_times_ns", "chunk_tokens", "token_count_source", "erro
 STORED_RECORD_FIELDS = frozenset(_PLAIN_FIELDS + _ENCODED_FIELDS)
 
 
+class StoreWriteError(UserError):
+    """The results store could not be written (disk full, read-only, removed): exit code 4.
+
+    Everything committed before stays; ``bench --resume`` finishes the run once it can be written.
+    """
+
+    exit_code = 4
+
+    def __init__(self, path: Path | str, error: BaseException) -> None:
+        super().__init__(f"cannot write to the results store {path}: {' '.join(str(error).split())}")
+
+
 def utc_now() -> str:
     """The current time as ISO-8601 UTC, seconds precision."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -46,6 +60,34 @@ def _dumps(value: Any) -> str | None:
 
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+def _why_unwritable(path: Path) -> str | None:
+    """Why the store at ``path`` (or a new one there) cannot be written, or None. SQLite needs the
+    file and, for its write-ahead log, the folder writable."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return f"{folder} is on a read-only filesystem"
+    except OSError:
+        pass
+    for target in ((path, folder) if path.exists() else (folder,)):
+        if target.exists() and not os.access(target, os.W_OK):
+            return f"{'the folder ' if target == folder else ''}{target} is not writable"
+    return None
+
+
+def _read_only_uri(path: Path) -> str:
+    """An SQLite URI reading ``path`` without writing anything next to it. ``immutable`` (no locks,
+    no -shm) unless a write-ahead log with content is there, which only a normal read-only open reads."""
+    wal = Path(f"{path}-wal")
+    mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
+    return f"{path.resolve().as_uri()}?{mode}"
+
+
+def _is_read_only_error(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open database file" in text
 
 
 @dataclass(frozen=True)
@@ -120,37 +162,52 @@ def _row_record(row: sqlite3.Row) -> RequestRecord:
     )
 
 
-class Store(ComparisonTables):
+class Store(ComparisonTables, RunClaims):
     """The SQLite results store. Open it with :meth:`Store.open`; use as a context manager."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
         self.path = path
+        self.read_only = False
 
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path = DEFAULT_DB_PATH, *, create: bool = True) -> "Store":
+    def open(cls, path: str | Path = DEFAULT_DB_PATH, *, create: bool = True, read_only: bool = False) -> "Store":
         """Open (and with ``create``, initialise) the store at ``path``.
 
         Raises :class:`UserError` with one clear line when the file is missing (``create=False``),
-        not an SQLite file, another program's database, or written by a newer specgauge.
+        not an SQLite file, another program's database, or written by a newer specgauge. A store
+        that cannot be written (read-only file, directory or filesystem) is opened read-only with
+        ``read_only`` (the commands that only read: ``runs``, ``show``, ``export``, ``report``) and
+        refused with a line saying it is read-only otherwise.
         """
         path = Path(path)
         if path.is_dir():
             raise UserError(f"--db {path}: is a directory, not a results file")
         if not create and not path.exists():
             raise UserError(f"no results store at {path} (run 'specgauge bench' first or pass --db)")
+        unwritable = _why_unwritable(path)
+        if unwritable is not None and not read_only:
+            raise UserError(f"--db {path}: the store is read-only ({unwritable}); this command writes to it: "
+                            f"copy it to a writable place or give another --db")
         try:
-            connection = sqlite3.connect(path, isolation_level=None)  # autocommit: one row, one commit
+            if unwritable is not None:
+                connection = sqlite3.connect(_read_only_uri(path), uri=True, isolation_level=None)
+            else:
+                connection = sqlite3.connect(path, isolation_level=None)  # autocommit: one row, one commit
         except sqlite3.Error as exc:
             raise UserError(f"--db {path}: cannot open ({exc})") from None
         connection.row_factory = sqlite3.Row
         store = cls(connection, path)
+        store.read_only = unwritable is not None
         try:
             store._prepare()
         except sqlite3.DatabaseError as exc:
             connection.close()
+            if _is_read_only_error(exc):
+                raise UserError(f"--db {path}: the store is read-only ({exc}); copy it to a writable place "
+                                f"or give another --db") from None
             raise UserError(f"--db {path}: not a specgauge results file ({exc})") from None
         except UserError:
             connection.close()
@@ -172,6 +229,8 @@ class Store(ComparisonTables):
             if version > SCHEMA_VERSION:
                 raise UserError(f"--db {self.path}: written by a newer specgauge (schema {version}; this one "
                                 f"reads up to {SCHEMA_VERSION}); upgrade specgauge")
+        if self.read_only:  # nothing to set up or migrate: the reads work on every older schema
+            return
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses no commit
         # No automatic checkpoint: it would fsync inside a commit, i.e. stall the event loop while
@@ -204,11 +263,21 @@ class Store(ComparisonTables):
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
-        """Commit what is pending, checkpoint and close the connection."""
-        self.commit()
+        """Commit what is pending, checkpoint and close the connection.
+
+        Closing never raises for a store that cannot be written any more (disk full): what could
+        not be committed is rolled back, and the connection is closed all the same.
+        """
+        if self.read_only:
+            self._db.close()
+            return
+        try:
+            self.commit()
+        except StoreWriteError:
+            pass
         try:
             self.checkpoint()
-        except sqlite3.Error:  # another connection holds the log; it checkpoints on its own close
+        except sqlite3.Error:  # another connection holds the log (it checkpoints on its own close), or no space
             pass
         self._db.close()
 
@@ -324,12 +393,25 @@ class Store(ComparisonTables):
             raise UserError(f"request {record.request_index} of point {point_id} is stored already "
                             f"(is another specgauge process running this run?)") from exc
         except sqlite3.Error as exc:  # disk full, file removed, read-only...: one line, not a traceback
-            raise UserError(f"cannot write to the results store {self.path}: {exc}") from None
+            raise StoreWriteError(self.path, exc) from None
 
     def commit(self) -> None:
-        """Commit the open transaction, if any."""
+        """Commit the open transaction, if any; a failed commit (disk full...) rolls it back and
+        raises :class:`StoreWriteError`."""
         if self._db.in_transaction:
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self.rollback()
+                raise StoreWriteError(self.path, exc) from None
+
+    def rollback(self) -> None:
+        """Drop the open transaction, if any (never raises)."""
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
     def measured_indices(self, point_id: int) -> frozenset[int]:
         """Request indices of the point's measured requests that are stored."""

@@ -79,11 +79,14 @@ def show_command(ref: str, first: int) -> None:
 def import_command(file: str, name: str, version: int, domain: str | None, fmt: str, max_tokens: int,
                    output: str | None) -> None:
     """Import a local prompt file (JSONL, ShareGPT, MT-bench, Spec-Bench, parquet, arrow, datasets dir, CSV)."""
+    from specgauge.output_paths import check_output_file, check_suite_name
     from specgauge.suites.importers import import_suite
     from specgauge.suites.model import write_suite_jsonl
 
-    imported = import_suite(file, name, fmt=fmt, domain=domain, max_tokens=max_tokens, version=version)
+    check_suite_name(name)
     target = output or f"{name}@{version}.jsonl"
+    check_output_file(target, "--output")
+    imported = import_suite(file, name, fmt=fmt, domain=domain, max_tokens=max_tokens, version=version)
     write_suite_jsonl(imported, target)
     click.echo(f"wrote {target}: {imported.ref}, {len(imported.requests)} requests, hash {imported.content_hash[:12]}")
 
@@ -112,7 +115,12 @@ def from_training_data_command(data_dir: str, tokenizer_path: str, size: int, ou
     from specgauge.suites.training_data import (BuildOptions, build_suite_from_training_data, parse_domain_map,
                                                 parse_weights)
 
+    from specgauge.output_paths import check_output_file, check_suite_name
+
+    check_output_file(output, "--output")
     stem = Path(output).stem.partition("@")[0]
+    if name is not None:
+        check_suite_name(name)
     options = BuildOptions(size=size, name=name or stem, version=version, weights=parse_weights(weights),
                            holdout=holdout, seed=seed, max_tokens=max_tokens, domain_map=parse_domain_map(domain_map),
                            allow_fewer=allow_fewer)

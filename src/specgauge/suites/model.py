@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from specgauge.errors import UserError
 
@@ -33,8 +33,8 @@ class SuiteRequest(BaseModel):
 
     messages: tuple[ChatMessage, ...] | None = None
     prompt: str | None = None
-    max_tokens: int = Field(default=128, ge=1)
-    domain: str = "general"
+    max_tokens: int = Field(default=128, ge=1, strict=True)   # "5" or 5.0 is refused, not converted
+    domain: str = Field(default="general", min_length=1)
     source: str = "builtin"
     notes: str | None = None
 
@@ -44,6 +44,10 @@ class SuiteRequest(BaseModel):
             raise ValueError("a request needs exactly one of 'messages' or 'prompt'")
         if self.messages is not None and not self.messages:
             raise ValueError("'messages' is empty")
+        if self.prompt is not None and not self.prompt.strip():
+            raise ValueError("'prompt' is empty")
+        if self.messages is not None and not any(m.content.strip() for m in self.messages):
+            raise ValueError("every message's 'content' is empty")
         return self
 
     def canonical(self) -> dict:
@@ -113,6 +117,18 @@ def write_suite_jsonl(suite: Suite, path: str | Path) -> None:
             out.write(json.dumps(request.canonical(), sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def _validation_detail(exc: ValidationError) -> str:
+    """``max_tokens: Input should be a valid integer (got '5')`` for the first two errors."""
+    parts = []
+    for error in exc.errors()[:2]:
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        message = error.get("msg", "invalid").removeprefix("Value error, ")
+        if error.get("type") != "value_error" and "input" in error:
+            message += f" (got {error['input']!r})"
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
 def read_suite_jsonl(path: str | Path, *, name: str | None = None) -> Suite:
     """Read a suite JSONL file; the header line is optional (then ``name`` or the file stem names it).
 
@@ -137,10 +153,8 @@ def read_suite_jsonl(path: str | Path, *, name: str | None = None) -> Suite:
             continue
         try:
             requests.append(SuiteRequest.model_validate(obj))
-        except Exception as exc:  # pydantic ValidationError: keep it to one line
-            msg = str(exc).splitlines()
-            detail = "; ".join(m.strip() for m in msg[1:3]) if len(msg) > 1 else str(exc)
-            raise UserError(f"{path}:{lineno}: bad request ({detail})") from None
+        except ValidationError as exc:  # keep it to one line: field and reason, no pydantic boilerplate
+            raise UserError(f"{path}:{lineno}: bad request ({_validation_detail(exc)})") from None
     if not requests:
         raise UserError(f"{path}: the suite has no requests")
     if not isinstance(header, dict):
