@@ -84,6 +84,10 @@ def _num(value: float | None, spec: str = ",.1f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+# A point whose prompts the server's prefix cache mostly served is said so (its TTFT is the cache's).
+PREFIX_CACHE_NOTE_RATE = 0.25
+
+
 def run_table(run: RunRow, points: list[PointRow]) -> Table:
     """The run's summary: one row per point; flagged points in red with the reason."""
     model = f" · {run.model}" if run.model else ""
@@ -98,6 +102,12 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
             table.add_row(describe_point(point.spec), "-", *["-"] * 10, Text(point.status, style="yellow"))
             continue
         note = Text(doc["flag_reason"], style="bold red") if doc["flagged"] else Text("")
+        if doc.get("drafted_step_share") is not None and doc["drafted_step_share"] < 1:
+            note.append(f"{doc['drafted_step_share']:.0%} of steps drafted; {doc['tokens_per_step']:.2f} tok/step "
+                        if doc.get("tokens_per_step") is not None else
+                        f"{doc['drafted_step_share']:.0%} of steps drafted ")
+        if (doc.get("prefix_cache_hit_rate") or 0) >= PREFIX_CACHE_NOTE_RATE:
+            note.append(f"prefix cache served {doc['prefix_cache_hit_rate']:.0%} of prompt tokens", style="yellow")
         table.add_row(
             Text(describe_point(point.spec), style="red" if doc["flagged"] else ""),
             f"{doc['num_ok']}/{doc['num_errors']}",
