@@ -107,8 +107,8 @@ class VllmSetup:
         return argv
 
     def command_line(self, method: Method, port: int | str = "{port}", **kwargs) -> str:
-        """:meth:`argv` as one shell line."""
-        return shlex.join(self.argv(method, port, **kwargs))
+        """:meth:`argv` as one shell line (``{port}`` left bare for a launch-command arm)."""
+        return shlex.join(self.argv(method, port, **kwargs)).replace("'{port}'", "{port}")
 
 
 def default_setup(root: Path) -> VllmSetup:
