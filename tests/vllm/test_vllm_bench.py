@@ -53,6 +53,10 @@ def test_point_acceptance_is_the_difference_of_vllms_counters(eagle_server, tmp_
     assert spec["accept_length"] == pytest.approx(1 + accepted / drafts)
     assert spec["per_position"] == pytest.approx(
         [diff("vllm:spec_decode_num_accepted_tokens_per_pos_total", position=str(i)) / drafts for i in range(DEPTH)])
+    # vLLM's per-request metrics (--per-request-spec-decode-metrics) add up to its counters.
+    assert point["accept_length_requests"] == point["num_ok"]
+    assert point["accept_length_token_weighted"] == pytest.approx(spec["accept_length"])
+    assert point["drafted_step_share"] is not None and point["tokens_per_step"] > 1
     # Output tokens are vLLM's generation tokens; TTFT and end-to-end as the client saw them
     # include what vLLM measured inside (its histograms start when the request reached it).
     assert point["output_tokens"] == diff("vllm:generation_tokens_total")
