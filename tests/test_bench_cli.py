@@ -93,7 +93,8 @@ def test_output_json_to_stdout_keeps_stdout_clean(server, tmp_path):
 
 
 def test_sglang_accept_length_and_open_loop_point(tmp_path):
-    # 8 chunks of 3 tokens over 8 verify steps: acceptance length 24 / 8 = 3.0 per request.
+    # 24 tokens over 8 verify steps: SGLang's own 24 / 8 = 3.0 counts the prefill-made first token;
+    # specgauge's one definition (1 + accepted / verify steps) is (24 - 1) / 8.
     script = Script(num_chunks=8, tokens_per_chunk=3, chunk_delay_s=0.002, sglang_meta={"spec_verify_ct": 8})
     with ScriptedServer(script) as srv:
         result = cli("bench", srv.url, "--api", "sglang", "--rate", "40", "--max-concurrency", "4",
@@ -102,7 +103,7 @@ def test_sglang_accept_length_and_open_loop_point(tmp_path):
     (point,) = json.loads(result.stdout)["points"]
     assert (point["mode"], point["rate"], point["concurrency"], point["max_concurrency"]) == ("open", 40.0, None, 4)
     assert point["num_ok"] == 10
-    assert point["accept_length"] == pytest.approx(3.0) and point["accept_length_source"] == "per_request"
+    assert point["accept_length"] == pytest.approx(23 / 8) and point["accept_length_source"] == "per_request"
     assert point["send_lag_ms"]["count"] == 10
 
 

@@ -102,13 +102,34 @@ def test_a_point_with_no_requests_is_flagged():
 
 
 def test_accept_length_is_the_mean_of_per_request_values():
-    # 12 tokens over 4 verify steps = 3.0; the server's own 2.0; a request without spec data.
+    # 12 tokens over 4 verify steps: (12 - 1) / 4 = 2.75 (the prefill-made token is no verify's);
+    # the server's own 2.0; a request without spec data.
     a = record(0, 0, [10, 20], [6, 6], output_tokens=12, spec_verify_ct=4)
     b = record(1, 0, [10, 20], [2, 2], output_tokens=4, spec_accept_length=2.0)
     c = record(2, 0, [10, 20], [1, 1], output_tokens=2)
     agg = aggregate_point([a, b, c], [Window(0, S)])
-    assert agg.accept_length == pytest.approx(2.5)
+    assert agg.accept_length == pytest.approx((2.75 + 2.0) / 2)
     assert agg.accept_length_requests == 2
+
+
+def test_token_weighted_acceptance_differs_from_the_mean_over_requests():
+    # A long request (40 steps, 80 accepted: 3.0) and a short one (2 steps, 0 accepted: 1.0).
+    long = record(0, 0, [10, 20], [60, 61], output_tokens=121, spec_verify_ct=40, spec_correct_drafts=80)
+    short = record(1, 0, [10, 20], [1, 2], output_tokens=3, spec_verify_ct=2, spec_correct_drafts=0)
+    agg = aggregate_point([long, short], [Window(0, S)])
+    assert agg.accept_length == pytest.approx((3.0 + 1.0) / 2)
+    assert agg.accept_length_token_weighted == pytest.approx(1 + 80 / 42)
+
+
+def test_tokens_per_step_and_the_share_of_steps_that_drafted():
+    # 2 requests × 4 chunks: 6 decode steps carrying 9 + 6 - 2 = 13 tokens; the server drafted in 3.
+    a = record(0, 0, [10, 20, 30, 40], [1, 3, 3, 3], output_tokens=10)
+    b = record(1, 0, [10, 20, 30, 40], [1, 1, 1, 3], output_tokens=6)
+    spec = {"scope": "point", "accept_length": 3.0, "num_drafts": 3.0, "prefix_cache_hit_rate": 0.5}
+    agg = aggregate_point([a, b], [Window(0, S)], server_spec=spec)
+    assert agg.tokens_per_step == pytest.approx((9 + 5) / 6)
+    assert agg.drafted_step_share == pytest.approx(3 / 6)
+    assert agg.prefix_cache_hit_rate == 0.5
 
 
 def test_token_count_source_is_reported_and_mixed_when_it_differs():

@@ -97,7 +97,23 @@ async def test_openai_spec_accept_length_extra_field():
     with ScriptedServer(script) as server:
         record = await send(server, "openai-chat")
     assert record.spec_accept_length == 2.5 and record.spec_verify_ct == 4
-    assert accept_length(record) == 2.5
+    # one definition: (completion_tokens - 1) / verify steps, whatever figure the server computed
+    assert accept_length(record) == pytest.approx((record.output_tokens - 1) / 4)
+
+
+async def test_vllm_per_request_spec_metrics():
+    """vLLM --per-request-spec-decode-metrics: metrics.speculative_decoding on the last chunk
+    (vllm/entrypoints/generate/base/protocol.py); acceptance is 1 + accepted / steps."""
+    spec = {"mean_acceptance_length": 2.75, "draft_acceptance_rate": 0.583, "acceptance_histogram": [1, 0, 2, 1],
+            "num_spec_steps": 4, "num_accepted_draft_tokens": 7, "num_draft_tokens": 12, "num_spec_tokens": 3}
+    script = Script(num_chunks=3, openai_extra={"metrics": {"time_to_first_token_ms": 12.0,
+                                                            "speculative_decoding": spec}})
+    with ScriptedServer(script) as server:
+        record = await send(server, "openai-chat")
+    assert record.ok and record.spec_verify_ct == 4
+    assert (record.spec_correct_drafts, record.spec_proposed_drafts) == (7, 12)
+    assert record.spec_accept_histogram == [1, 0, 2, 1] and record.spec_accept_rate == 0.583
+    assert accept_length(record) == pytest.approx(1 + 7 / 4) == spec["mean_acceptance_length"]
 
 
 @pytest.mark.parametrize("mode", ["cumulative", "incremental"])
@@ -119,17 +135,21 @@ async def test_sglang_incremental_text_that_looks_cumulative_at_first():
     assert record.output_text == "a" + "aa" + "a"
 
 
+# One definition (analysis/definitions.py): 1 + correct / verify_ct from the counts, else
+# (completion_tokens - 1) / verify_ct — SGLang's completion_tokens / spec_verify_ct less the
+# prefill-made first token. 12 completion tokens here.
 SGLANG_VARIANTS = [
-    ({"spec_verify_ct": 5}, 12 / 5, {}),
-    ({"spec_verify_ct": 5, "spec_accept_length": 2.25, "spec_accept_rate": 0.4}, 2.25, {"spec_accept_rate": 0.4}),
-    ({"spec_verify_ct": 4, "spec_accept_token_num": 8, "spec_draft_token_num": 12}, 3.0,
+    ({"spec_verify_ct": 5}, 11 / 5, {}),
+    ({"spec_verify_ct": 5, "spec_accept_length": 2.25, "spec_accept_rate": 0.4}, 11 / 5,
+     {"spec_accept_rate": 0.4, "spec_accept_length": 2.25}),
+    ({"spec_verify_ct": 4, "spec_accept_token_num": 8, "spec_draft_token_num": 12}, 1 + 8 / 4,
      {"spec_correct_drafts": 8, "spec_proposed_drafts": 12}),
-    ({"spec_verify_ct": 4, "spec_accepted_drafts": 7, "spec_proposed_drafts": 9}, 3.0,
+    ({"spec_verify_ct": 4, "spec_accepted_drafts": 7, "spec_proposed_drafts": 9}, 1 + 7 / 4,
      {"spec_correct_drafts": 7, "spec_proposed_drafts": 9}),
-    ({"spec_verify_ct": 6, "spec_num_correct_drafts": 6, "spec_num_proposed_drafts": 18}, 2.0,
+    ({"spec_verify_ct": 6, "spec_num_correct_drafts": 6, "spec_num_proposed_drafts": 18}, 1 + 6 / 6,
      {"spec_correct_drafts": 6, "spec_proposed_drafts": 18}),
-    ({"spec_verify_ct": 4, "spec_accept_histogram": [1, 0, 3]}, 3.0, {"spec_accept_histogram": [1, 0, 3]}),
-    ({"spec_verify_ct": 4, "spec_correct_drafts_histogram": [0, 4]}, 3.0, {"spec_accept_histogram": [0, 4]}),
+    ({"spec_verify_ct": 4, "spec_accept_histogram": [1, 0, 3]}, 11 / 4, {"spec_accept_histogram": [1, 0, 3]}),
+    ({"spec_verify_ct": 4, "spec_correct_drafts_histogram": [0, 4]}, 11 / 4, {"spec_accept_histogram": [0, 4]}),
 ]
 
 

@@ -68,17 +68,60 @@ def test_server_info_field_locations():
 
 
 @pytest.mark.parametrize("path", ["/get_server_info", "/server_info"])
-async def test_scrape_from_a_live_server(path):
-    vllm = VllmCounters(drafts=4, draft_tokens=12, accepted=6, per_position=[3, 2, 1])
+async def test_scrape_from_a_live_sglang_server(path):
     info = {"internal_states": [{"avg_spec_accept_length": 2.5}], "version": "0.0-test"}
-    with ScriptedServer(vllm=vllm, server_info=info, server_info_path=path,
+    with ScriptedServer(server_info=info, server_info_path=path,
                         sglang_gauges={"spec_accept_length": 2.4, "spec_accept_rate": 0.6}) as server:
         async with aiohttp.ClientSession() as session:
             snapshot = await scrape_spec_snapshot(session, server.url, {})
-    assert snapshot["vllm"] == {"num_drafts": 4.0, "num_draft_tokens": 12.0, "num_accepted_tokens": 6.0}
-    assert snapshot["vllm_per_position"] == {"0": 3.0, "1": 2.0, "2": 1.0}
     assert snapshot["sglang_gauges"] == {"spec_accept_length": 2.4, "spec_accept_rate": 0.6}
     assert snapshot["sglang_server_info"] == {"avg_spec_accept_length": 2.5}
+
+
+async def test_scrape_of_a_vllm_server_does_not_ask_sglang_routes():
+    """vLLM answers 404 on /get_server_info and /server_info: once /metrics shows vllm: metrics,
+    neither is asked for (before: both, at every scrape)."""
+    vllm = VllmCounters(drafts=4, draft_tokens=12, accepted=6, per_position=[3, 2, 1])
+    with ScriptedServer(vllm=vllm) as server:
+        async with aiohttp.ClientSession() as session:
+            snapshot = await scrape_spec_snapshot(session, server.url, {})
+            await scrape_spec_snapshot(session, server.url, {})
+        paths = list(server.paths_seen)
+    assert snapshot["vllm"] == {"num_drafts": 4.0, "num_draft_tokens": 12.0, "num_accepted_tokens": 6.0}
+    assert snapshot["vllm_per_position"] == {"0": 3.0, "1": 2.0, "2": 1.0}
+    assert paths == ["/metrics", "/metrics"]
+
+
+async def test_fingerprint_of_a_vllm_server_does_not_ask_sglang_routes():
+    with ScriptedServer(owned_by="vllm") as server:
+        found = await fingerprint(Endpoint(server.url, api="openai-chat"))
+        paths = list(server.paths_seen)
+    assert found["models"]["data"][0]["owned_by"] == "vllm" and found["server_info"] is None
+    assert paths == ["/v1/models"]
+
+
+NEWER_VLLM_PAGE = """vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 25.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 15.0
+vllm:spec_decode_num_drafts_by_draft_length_total{engine="0",model_name="m",draft_length="0"} 2.0
+vllm:spec_decode_num_drafts_by_draft_length_total{engine="0",model_name="m",draft_length="3"} 8.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 640.0
+"""
+
+
+def test_drafts_by_length_and_prefix_cache_are_diffed_around_the_point():
+    before = spec_metrics(NEWER_VLLM_PAGE)
+    after = spec_metrics(NEWER_VLLM_PAGE.replace(" 10.0", " 30.0").replace(" 25.0", " 75.0")
+                         .replace(" 15.0", " 45.0").replace(" 2.0", " 4.0").replace(" 8.0", " 26.0")
+                         .replace(" 1000.0", " 1400.0").replace(" 640.0", " 940.0"))
+    assert before["server"] == "vllm" and before["vllm_drafts_by_length"] == {"0": 2.0, "3": 8.0}
+    point = counters_between(before, after)
+    assert point.accept_length == 1 + 30 / 20
+    assert point.drafts_by_length == {"0": 2.0, "3": 18.0}
+    assert point.prefix_cache_queries == 400.0 and point.prefix_cache_hits == 300.0
+    assert point.prefix_cache_hit_rate == 0.75
+    assert point.to_dict()["prefix_cache_hit_rate"] == 0.75
 
 
 async def test_scrape_never_raises_on_a_dead_server():

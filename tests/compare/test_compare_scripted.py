@@ -123,6 +123,8 @@ def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_pat
     (["--baseline", "http://127.0.0.1:9", "--baseline-cmd", "x {port}", "--speculative", "http://127.0.0.1:9"],
      "only one of --baseline"),
     (["--baseline-cmd", "serve --port 1", "--speculative", "http://127.0.0.1:9"], "must contain {port}"),
+    (["--baseline-cmd", 'serve --port {port} --speculative-config {"method": "ngram"}', "--speculative",
+      "http://127.0.0.1:9"], "put the JSON in single quotes"),
     (["--baseline", "127.0.0.1:9", "--speculative", "http://127.0.0.1:9"], "must be a URL"),
     (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--verify"], "--verify"),
     (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--domains", "nosuch"], "nosuch"),

@@ -12,12 +12,13 @@ from specgauge.engine.eagle3 import (
     Eagle3Config,
     Eagle3Head,
     build_vocab_map,
+    config_for_engine,
     default_aux_layers,
     load_eagle3,
     save_eagle3,
     target_features,
 )
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM
+from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, rope_cos_sin, rope_inv_freq
 
 VOCAB, HIDDEN, DRAFT_VOCAB = 96, 32, 40
 
@@ -51,9 +52,37 @@ def test_config_json_is_the_published_layout(head):
     raw = head.config.to_dict()
     assert raw["architectures"] == ["LlamaForCausalLMEagle3"]
     assert raw["num_hidden_layers"] == 1 and raw["draft_vocab_size"] == DRAFT_VOCAB and raw["vocab_size"] == VOCAB
-    # SGLang's convention: ids are layer *outputs*; output of layer j is the input of layer j + 1.
-    assert raw["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 2, 3]
+    # vLLM's meaning: id j is the input of target layer j, as aux_layers holds it.
+    assert raw["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == list(head.config.aux_layers)
     assert Eagle3Config.from_dict(raw) == head.config
+
+
+def test_layer_ids_mean_inputs_of_those_layers_as_in_vllm(target):
+    """vLLM reads id j as the input of target layer j (the hidden state after j layers):
+    ``_maybe_add_hidden_state(aux, idx + 1, ...)`` after layer idx in vllm/model_executor/models/llama.py."""
+    config = Eagle3Config.from_dict(_published_config([2, 3, 4]))
+    assert config.aux_layers == (2, 3, 4)
+    ids = torch.randint(0, VOCAB, (1, 5))
+    _, aux = target_features(target, ids, config.aux_layers)
+    x = target.model.embed_tokens(ids)
+    inputs = []
+    cos, sin = rope_cos_sin(rope_inv_freq(target.config), torch.arange(5).unsqueeze(0))
+    for layer in target.model.layers:
+        inputs.append(x)
+        x = layer(x, cos, sin)
+    torch.testing.assert_close(aux, torch.cat([inputs[2], inputs[3], inputs[4]], dim=-1))
+
+
+def test_config_for_sglang_names_the_same_layers():
+    """SGLang captures the input of layer id + 1 (set_eagle3_layers_to_capture,
+    python/sglang/srt/models/llama.py), so its config says one less for the same layers."""
+    ours = _published_config([2, 3, 4])
+    sglang = config_for_engine(ours, "sglang")
+    assert sglang["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 2, 3]
+    assert [i + 1 for i in sglang["eagle_config"]["eagle_aux_hidden_state_layer_ids"]] == [2, 3, 4]
+    assert config_for_engine(ours, "vllm") == ours and ours["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [2, 3, 4]
+    with pytest.raises(ValueError, match="engine must be one of"):
+        config_for_engine(ours, "tgi")
 
 
 def test_shapes_of_one_step_and_of_the_pieces(target, head):
@@ -182,7 +211,7 @@ def test_loads_a_head_saved_in_the_published_layout(tmp_path, target, head, with
     folder.mkdir()
     state = _published_state(head, with_embeddings)
     save_file(state, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text(json.dumps(_published_config([1, 2, 3])))
+    (folder / "config.json").write_text(json.dumps(_published_config([2, 3, 4])))
     loaded = load_eagle3(folder, target)
     assert loaded.config.aux_layers == (2, 3, 4)
     assert loaded.embed_tokens.weight is target.model.embed_tokens.weight

@@ -10,6 +10,13 @@ Rules (also in docs/bench.md):
   window: the sum of each request's in-flight time inside the window, over the window's length.
 - TTFT, TPOT, E2E and decode tok/s are one value per successful request; ICL and ITL pool every
   gap of every successful request (one value per chunk gap / per token).
+- Acceptance length (one definition, :mod:`specgauge.analysis.definitions`) twice: the mean over
+  requests (each request weighs the same) and token-weighted (``1 + Σ accepted / Σ verify steps``:
+  long completions weigh more); they differ when completions differ in length.
+- Effective tokens per step: ``Σ (output tokens − 1) / Σ (chunks − 1)`` — each decode step streams
+  one chunk, the first chunk ends the prefill. Share of steps that drafted: the server's drafting
+  steps (vLLM ``num_drafts``, which counts only steps that drafted) over those decode steps.
+- Prefix-cache hit rate: the share of the point's prompt tokens vLLM's prefix cache served.
 """
 
 from __future__ import annotations
@@ -72,6 +79,10 @@ class PointAggregate:
     connect_ms: Summary = EMPTY_SUMMARY
     accept_length: float | None = None           # mean of the per-request acceptance lengths
     accept_length_requests: int = 0              # how many requests reported one
+    accept_length_token_weighted: float | None = None  # 1 + Σ accepted / Σ verify steps over those requests
+    tokens_per_step: float | None = None         # effective: Σ (output tokens − 1) / Σ (chunks − 1)
+    drafted_step_share: float | None = None      # server's drafting steps / decode steps (vLLM counters)
+    prefix_cache_hit_rate: float | None = None   # prompt tokens vLLM's prefix cache served, of those looked up
     server_spec: dict[str, Any] | None = None    # server-side counters for the point, with "scope"
     token_count_source: str | None = None        # the one source, or "mixed"
     token_count_sources: dict[str, int] = field(default_factory=dict)
@@ -170,6 +181,10 @@ def aggregate_point(
         send_lag_ms = [r.send_lag_ns / definitions.NS_PER_MS for r in records if r.send_lag_ns is not None]
     accept_lengths = [a for a in map(definitions.accept_length, ok) if a is not None]
     sources = Counter(r.token_count_source.value for r in ok)
+    spec_dict = server_spec_as_dict(server_spec)
+    decode_steps = sum(max(0, len(r.chunk_times_ns) - 1) for r in ok)
+    decode_tokens = sum(max(0, definitions.output_token_count(r) - 1) for r in ok)
+    server_drafts = (spec_dict or {}).get("num_drafts") if (spec_dict or {}).get("scope") == "point" else None
 
     return PointAggregate(
         num_requests=len(records),
@@ -196,7 +211,11 @@ def aggregate_point(
         connect_ms=summarize(connect_ms),
         accept_length=float(np.mean(accept_lengths)) if accept_lengths else None,
         accept_length_requests=len(accept_lengths),
-        server_spec=server_spec_as_dict(server_spec),
+        accept_length_token_weighted=definitions.token_weighted_accept_length(ok),
+        tokens_per_step=decode_tokens / decode_steps if decode_steps else None,
+        drafted_step_share=min(1.0, server_drafts / decode_steps) if server_drafts is not None and decode_steps else None,
+        prefix_cache_hit_rate=(spec_dict or {}).get("prefix_cache_hit_rate"),
+        server_spec=spec_dict,
         token_count_source=(next(iter(sources)) if len(sources) == 1 else "mixed") if sources else None,
         token_count_sources=dict(sorted(sources.items())),
     )

@@ -5,7 +5,12 @@
 - ICL (inter-chunk latency): gap between consecutive content chunks; under speculation one chunk
   carries one verify step, so ICL is the per-step latency.
 - ITL (inter-token latency): each chunk gap spread evenly over the tokens that chunk carried.
-- Acceptance length: tokens per verify step including the bonus token, in [1, k+1].
+- Acceptance length: tokens per verify step including the bonus token, in [1, k+1]:
+  ``1 + accepted draft tokens / verify steps`` — vLLM's definition (``1 + accepted / drafts`` of its
+  ``vllm:spec_decode_*`` counters and of ``mean_acceptance_length`` in its per-request metrics).
+  Every API is converted to it: SGLang's own ``completion_tokens / spec_verify_ct`` counts the
+  first, prefill-made token as if a verify step had made it, so it becomes
+  ``(completion_tokens − 1) / spec_verify_ct`` (= ``1 + spec_num_correct_drafts / spec_verify_ct``).
 """
 
 from __future__ import annotations
@@ -75,9 +80,30 @@ def decode_tok_s(record: RequestRecord) -> float | None:
 
 
 def accept_length(record: RequestRecord) -> float | None:
-    """Per-request acceptance length: the server's figure, else completion_tokens / verify steps."""
-    if record.spec_accept_length is not None:
-        return record.spec_accept_length
+    """Per-request acceptance length in the one definition above: ``1 + accepted / verify steps``
+    from the counts when the server gives them (vLLM ``metrics.speculative_decoding``, SGLang's
+    correct-draft counts), else ``(completion_tokens − 1) / spec_verify_ct`` (SGLang's figure less
+    the prefill-made token), else the server's own figure as it stands."""
+    if record.spec_correct_drafts is not None and record.spec_verify_ct:
+        return 1.0 + record.spec_correct_drafts / record.spec_verify_ct
     if record.spec_verify_ct and record.output_tokens:
-        return record.output_tokens / record.spec_verify_ct
-    return None
+        return (record.output_tokens - 1) / record.spec_verify_ct
+    return record.spec_accept_length
+
+
+def token_weighted_accept_length(records) -> float | None:
+    """``1 + Σ accepted / Σ verify steps`` over the requests that report verify steps (converted
+    as :func:`accept_length` does): every verify step weighs the same, so long completions weigh
+    more than in the mean over requests."""
+    steps = accepted = 0.0
+    for record in records:
+        if not record.spec_verify_ct:
+            continue
+        if record.spec_correct_drafts is not None:
+            accepted += record.spec_correct_drafts
+        elif record.output_tokens:
+            accepted += record.output_tokens - 1 - record.spec_verify_ct
+        else:
+            continue
+        steps += record.spec_verify_ct
+    return 1.0 + accepted / steps if steps else None

@@ -55,13 +55,21 @@ async def detect_model(endpoint: Endpoint) -> str | None:
         return model
 
 
+def is_vllm_models(models: object) -> bool:
+    """Whether a ``/v1/models`` answer is vLLM's (every model ``owned_by: "vllm"``)."""
+    data = models.get("data") if isinstance(models, dict) else None
+    return bool(data) and all(isinstance(m, dict) and m.get("owned_by") == "vllm" for m in data)
+
+
 async def fingerprint(endpoint: Endpoint) -> dict:
     """What the server says it is: ``/v1/models`` JSON, SGLang server info when present, and
-    identifying response headers (``server``, ...). Never raises; missing parts are None."""
+    identifying response headers (``server``, ...). Never raises; missing parts are None.
+    A server whose models are ``owned_by: "vllm"`` (vLLM's ``/v1/models``,
+    ``ModelCard`` in ``vllm/entrypoints/serve/engine/protocol.py``) is not asked for SGLang's server info routes."""
     async with _session() as session:
         models, headers = await _get_json(session, endpoint, "/v1/models")
         server_info = None
-        for path in SERVER_INFO_PATHS:
+        for path in () if is_vllm_models(models) else SERVER_INFO_PATHS:
             server_info, more_headers = await _get_json(session, endpoint, path)
             headers = headers or more_headers
             if server_info is not None:

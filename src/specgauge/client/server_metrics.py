@@ -10,7 +10,17 @@
   ``gauge_at_end``).
 - SGLang ``/get_server_info`` (newer ``/server_info``) ``internal_states[0].avg_spec_accept_length``
   is cumulative since the server started (scope ``cumulative_since_start``): it is the point's
-  own value only if the server served nothing else, which the tool cannot know.
+  own value only if the server served nothing else, which the tool cannot know. A server whose
+  ``/metrics`` shows ``vllm:`` metrics is vLLM: those SGLang-only routes are not asked for (vLLM
+  answers 404 on both).
+- vLLM's newer ``vllm:spec_decode_num_drafts_by_draft_length{draft_length="L"}`` (drafts that
+  scheduled L draft tokens; ``SpecDecodingProm`` in ``vllm/v1/spec_decode/metrics.py``; absent in
+  0.32.0) is differenced like the others: ``drafts_by_length``.
+- vLLM's prefix cache, ``vllm:prefix_cache_queries_total`` / ``vllm:prefix_cache_hits_total``
+  (prompt tokens looked up / found cached; ``vllm/v1/metrics/loggers.py``): the point's
+  ``prefix_cache_hit_rate``. Cached prompts make TTFT short; a point with a high rate was shaped
+  by the cache (repeated prompts), which ``--no-enable-prefix-caching`` on the server or distinct
+  prompts per phase avoid.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ import aiohttp
 VLLM_PREFIX = "vllm:spec_decode_"
 VLLM_COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
 VLLM_PER_POSITION = "num_accepted_tokens_per_pos"
+VLLM_BY_DRAFT_LENGTH = "num_drafts_by_draft_length"
+VLLM_PREFIX_CACHE = {"vllm:prefix_cache_queries_total": "queries", "vllm:prefix_cache_hits_total": "hits"}
 SERVER_INFO_PATHS = ("/get_server_info", "/server_info")
 
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?\s*$')
@@ -42,11 +54,23 @@ class SpecCounters:
     num_draft_tokens: float | None = None
     num_accepted_tokens: float | None = None
     per_position: list[float] = field(default_factory=list)  # acceptance rate at draft position i
+    drafts_by_length: dict[str, float] = field(default_factory=dict)  # draft length -> drafts (newer vLLM)
+    prefix_cache_queries: float | None = None   # prompt tokens looked up in vLLM's prefix cache
+    prefix_cache_hits: float | None = None      # of them, found cached
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """Share of the point's prompt tokens that vLLM's prefix cache served."""
+        if not self.prefix_cache_queries:
+            return None
+        return (self.prefix_cache_hits or 0.0) / self.prefix_cache_queries
 
     def to_dict(self) -> dict:
         return {"accept_length": self.accept_length, "accept_rate": self.accept_rate, "source": self.source,
                 "scope": self.scope, "num_drafts": self.num_drafts, "num_draft_tokens": self.num_draft_tokens,
-                "num_accepted_tokens": self.num_accepted_tokens, "per_position": list(self.per_position)}
+                "num_accepted_tokens": self.num_accepted_tokens, "per_position": list(self.per_position),
+                "drafts_by_length": dict(self.drafts_by_length), "prefix_cache_queries": self.prefix_cache_queries,
+                "prefix_cache_hits": self.prefix_cache_hits, "prefix_cache_hit_rate": self.prefix_cache_hit_rate}
 
 
 def parse_prometheus(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -78,22 +102,36 @@ def spec_metrics(text: str) -> dict:
     per position kept apart) and SGLang gauges (averaged over label sets)."""
     vllm: dict[str, float] = {}
     per_position: dict[int, float] = {}
+    by_length: dict[str, float] = {}
+    prefix_cache: dict[str, float] = {}
     gauges: dict[str, list[float]] = {}
+    is_vllm = False
     for name, labels, value in parse_prometheus(text):
+        is_vllm = is_vllm or name.startswith("vllm:")
         if name.startswith(VLLM_PREFIX):
             key = _base_name(name[len(VLLM_PREFIX):])
             if key == VLLM_PER_POSITION and "position" in labels:
                 position = int(labels["position"])
                 per_position[position] = per_position.get(position, 0.0) + value
+            elif key == VLLM_BY_DRAFT_LENGTH and "draft_length" in labels:
+                by_length[labels["draft_length"]] = by_length.get(labels["draft_length"], 0.0) + value
             elif key in VLLM_COUNTERS:
                 vllm[key] = vllm.get(key, 0.0) + value
+        elif name in VLLM_PREFIX_CACHE:
+            prefix_cache[VLLM_PREFIX_CACHE[name]] = prefix_cache.get(VLLM_PREFIX_CACHE[name], 0.0) + value
         elif name in ("sglang:spec_accept_length", "sglang:spec_accept_rate") and math.isfinite(value):
             gauges.setdefault(name.split(":", 1)[1], []).append(value)
     out: dict = {}
+    if is_vllm:
+        out["server"] = "vllm"
     if vllm:
         out["vllm"] = vllm
         if per_position:
             out["vllm_per_position"] = {str(k): v for k, v in sorted(per_position.items())}
+        if by_length:
+            out["vllm_drafts_by_length"] = dict(sorted(by_length.items(), key=lambda kv: int(kv[0])))
+    if prefix_cache:
+        out["vllm_prefix_cache"] = prefix_cache
     if gauges:
         out["sglang_gauges"] = {k: sum(v) / len(v) for k, v in gauges.items()}
     return out
@@ -123,11 +161,18 @@ def counters_between(before: dict | None, after: dict | None) -> SpecCounters | 
             pos_after, pos_before = after.get("vllm_per_position", {}), before.get("vllm_per_position", {})
             per_position = [(pos_after[k] - pos_before.get(k, 0.0)) / drafts
                             for k in sorted(pos_after, key=int)]
+            len_after, len_before = after.get("vllm_drafts_by_length", {}), before.get("vllm_drafts_by_length", {})
+            cache_after, cache_before = after.get("vllm_prefix_cache", {}), before.get("vllm_prefix_cache", {})
             return SpecCounters(accept_length=1.0 + accepted / drafts,
                                 accept_rate=accepted / draft_tokens if draft_tokens > 0 else None,
                                 source="vllm_metrics", scope="point", num_drafts=drafts,
                                 num_draft_tokens=draft_tokens, num_accepted_tokens=accepted,
-                                per_position=per_position)
+                                per_position=per_position,
+                                drafts_by_length={k: v - len_before.get(k, 0.0) for k, v in len_after.items()},
+                                **_prefix_cache_diff(cache_before, cache_after))
+    cache = prefix_cache_between(before, after)
+    if cache and after.get("server") == "vllm" and "sglang_gauges" not in after:   # vLLM without drafting
+        return SpecCounters(accept_length=None, accept_rate=None, source="vllm_metrics", scope="point", **cache)
     if "sglang_gauges" in after:
         gauges = after["sglang_gauges"]
         return SpecCounters(accept_length=gauges.get("spec_accept_length"),
@@ -137,6 +182,19 @@ def counters_between(before: dict | None, after: dict | None) -> SpecCounters | 
         return SpecCounters(accept_length=after["sglang_server_info"]["avg_spec_accept_length"],
                             accept_rate=None, source="sglang_server_info", scope="cumulative_since_start")
     return None
+
+
+def _prefix_cache_diff(before: dict, after: dict) -> dict:
+    if "queries" not in after:
+        return {}
+    return {"prefix_cache_queries": after["queries"] - before.get("queries", 0.0),
+            "prefix_cache_hits": after.get("hits", 0.0) - before.get("hits", 0.0)}
+
+
+def prefix_cache_between(before: dict | None, after: dict | None) -> dict:
+    """The point's vLLM prefix-cache ``{"prefix_cache_queries", "prefix_cache_hits"}`` (empty when
+    the server has no such counters); also for a server without speculation."""
+    return _prefix_cache_diff((before or {}).get("vllm_prefix_cache", {}), (after or {}).get("vllm_prefix_cache", {}))
 
 
 async def _get(session: aiohttp.ClientSession, url: str, headers: dict, timeout_s: float):
@@ -162,6 +220,8 @@ async def scrape_spec_snapshot(session: aiohttp.ClientSession, base_url: str, he
     page = await _get(session, base_url + "/metrics", headers, timeout_s)
     if page:
         snapshot.update(spec_metrics(page.decode("utf-8", "replace")))
+    if snapshot.get("server") == "vllm":   # vLLM has neither SGLang route (404): not asked
+        return snapshot
     for path in SERVER_INFO_PATHS:
         body = await _get(session, base_url + path, headers, timeout_s)
         if body is None:

@@ -5,6 +5,7 @@ its command), is health-checked until it answers, and is stopped (its process gr
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -42,11 +43,16 @@ class ArmSpec:
             raise UserError(f"--{self.name}-cmd: the command must contain {{port}} (the port it should listen on), "
                             f"got {self.value!r}")
         if self.kind != "url":
+            option = f"--{self.name}-{'cmd' if self.kind == 'command' else 'engine'}"
             try:
-                shlex.split(self.value)
+                parts = shlex.split(self.value)
             except ValueError as exc:
-                raise UserError(f"--{self.name}-{'cmd' if self.kind == 'command' else 'engine'}: cannot parse "
-                                f"{self.value!r} ({exc})") from None
+                raise UserError(f"{option}: cannot parse {self.value!r} ({exc})") from None
+            for part in parts:   # a JSON argument written bare loses its double quotes to the split
+                if part.startswith("{") and ":" in part and not _is_json(part):
+                    raise UserError(f"{option}: {part!r} is not JSON once the command is split like a shell line "
+                                    f"(its double quotes are taken as quoting); put the JSON in single quotes "
+                                    f"inside the command, e.g. --speculative-config '{{\"method\": \"ngram\"}}'")
 
     @property
     def launched(self) -> bool:
@@ -63,6 +69,14 @@ class ArmSpec:
         if self.kind == "engine":
             return f"specgauge serve {self.value}".strip()
         return self.value
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def free_port() -> int:

@@ -31,9 +31,14 @@ feature came from, as SGLang's draft extend does.
 
 ``config.json`` follows SGLang/SpecForge: ``architectures: ["LlamaForCausalLMEagle3"]``,
 ``num_hidden_layers: 1``, ``draft_vocab_size``, and
-``eagle_config.eagle_aux_hidden_state_layer_ids`` as *layer-output* ids (id j = output of
-target layer j = input of layer j + 1); in code, :attr:`Eagle3Config.aux_layers` holds the
-*input* indices that :meth:`LlamaForCausalLM.forward` takes as ``aux_layers``.
+``eagle_config.eagle_aux_hidden_state_layer_ids`` read as vLLM reads them: id j = the *input*
+of target layer j (the hidden state after j layers; vLLM's ``_maybe_add_hidden_state(aux, idx + 1,
+…)`` after layer idx in ``vllm/model_executor/models/llama.py``, ids taken as they are by
+``_get_eagle3_aux_layers_from_config`` in ``vllm/v1/worker/gpu_model_runner.py``).
+:attr:`Eagle3Config.aux_layers` holds the same input indices, which
+:meth:`LlamaForCausalLM.forward` takes as ``aux_layers``. SGLang reads an id as one layer
+earlier (``set_eagle3_layers_to_capture`` captures the input of layer ``id + 1``,
+``python/sglang/srt/models/llama.py``): :func:`config_for_engine` writes a config for it.
 """
 
 from __future__ import annotations
@@ -128,9 +133,9 @@ class Eagle3Config:
         target of ``target_num_layers`` layers applies (an error if that is not known either)."""
         raw = dict(raw)
         eagle = raw.pop("eagle_config", None) or {}
-        output_ids = eagle.get("eagle_aux_hidden_state_layer_ids")
-        if output_ids is not None:
-            aux = tuple(int(i) + 1 for i in output_ids)
+        input_ids = eagle.get("eagle_aux_hidden_state_layer_ids")
+        if input_ids is not None:
+            aux = tuple(int(i) for i in input_ids)   # vLLM's meaning (module doc)
         elif target_num_layers is not None:
             aux = default_aux_layers(target_num_layers)
         else:
@@ -152,7 +157,7 @@ class Eagle3Config:
         out = {k: v for k, v in asdict(self).items() if k not in ("extra", "aux_layers") and v is not None}
         out.update({k: v for k, v in self.extra.items() if k != "eagle_config"})
         eagle = dict(self.extra.get("eagle_config", {}))
-        eagle.update({"eagle_aux_hidden_state_layer_ids": [i - 1 for i in self.aux_layers], "use_aux_hidden_state": True})
+        eagle.update({"eagle_aux_hidden_state_layer_ids": list(self.aux_layers), "use_aux_hidden_state": True})
         out.update({"architectures": [ARCHITECTURE], "model_type": "llama", "num_hidden_layers": 1,
                     "hidden_act": "silu", "tie_word_embeddings": False, "eagle_config": eagle})
         out.setdefault("torch_dtype", "float32")
@@ -407,6 +412,23 @@ def shipped_draft_dir() -> Path:
     if not (SHIPPED_DRAFT_DIR / WEIGHTS_FILE).is_file():
         raise FileNotFoundError(f"the shipped EAGLE-3 drafter is missing from {SHIPPED_DRAFT_DIR}; see docs/eagle3.md")
     return SHIPPED_DRAFT_DIR
+
+
+AUX_ID_OFFSET = {"vllm": 0, "specgauge": 0, "sglang": -1}   # engine's id = input index + offset (module doc)
+
+
+def config_for_engine(config: dict, engine: str) -> dict:
+    """A copy of a drafter ``config.json`` (ids in vLLM's and specgauge's meaning) whose
+    ``eagle_aux_hidden_state_layer_ids`` mean the same target layers in ``engine``
+    (``vllm``, ``specgauge``: as they are; ``sglang``: one less, as SGLang adds 1)."""
+    if engine not in AUX_ID_OFFSET:
+        raise ValueError(f"engine must be one of {sorted(AUX_ID_OFFSET)}, got {engine!r}")
+    out = json.loads(json.dumps(config))
+    eagle = out.get("eagle_config") or {}
+    ids = eagle.get("eagle_aux_hidden_state_layer_ids")
+    if ids is not None:
+        eagle["eagle_aux_hidden_state_layer_ids"] = [int(i) + AUX_ID_OFFSET[engine] for i in ids]
+    return out
 
 
 def save_eagle3(head: Eagle3Head, path: str | Path, dtype: torch.dtype | None = torch.bfloat16,

@@ -71,6 +71,10 @@ def point_document(point: PointRow) -> dict[str, Any]:
     doc["accept_length_source"] = ("per_request" if per_request is not None
                                    else "server_point" if server_value is not None else None)
     doc["accept_length_requests"] = agg.get("accept_length_requests")
+    doc["accept_length_token_weighted"] = agg.get("accept_length_token_weighted")
+    doc["tokens_per_step"] = agg.get("tokens_per_step")
+    doc["drafted_step_share"] = agg.get("drafted_step_share")
+    doc["prefix_cache_hit_rate"] = agg.get("prefix_cache_hit_rate")
     doc["server_spec"] = agg.get("server_spec")
     doc["token_count_source"] = agg.get("token_count_source")
     doc["load_warnings"] = agg.get("load_warnings") or []

@@ -110,6 +110,10 @@ def _num(value: float | None, spec: str = ",.1f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+# A point whose prompts the server's prefix cache mostly served is said so (its TTFT is the cache's).
+PREFIX_CACHE_NOTE_RATE = 0.25
+
+
 def run_table(run: RunRow, points: list[PointRow]) -> Table:
     """The run's summary: one row per point; flagged points in red with the reason."""
     model = f" · {run.model}" if run.model else ""
@@ -163,6 +167,14 @@ def point_note(doc: dict) -> Text:
     if errors:
         note.append(("; " if note else "") + "errors: " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())),
                     style="red")
+    share = doc.get("drafted_step_share")
+    if share is not None and share < 1:
+        per_step = doc.get("tokens_per_step")
+        note.append(("; " if note else "") + f"{share:.0%} of steps drafted"
+                    + (f", {per_step:.2f} tok/step" if per_step is not None else ""))
+    if (doc.get("prefix_cache_hit_rate") or 0) >= PREFIX_CACHE_NOTE_RATE:
+        note.append(("; " if note else "") + f"prefix cache served {doc['prefix_cache_hit_rate']:.0%} of prompt tokens",
+                    style="yellow")
     return note
 
 

@@ -276,6 +276,7 @@ class ScriptedServer:
     def __init__(self, script: Script | None = None, *, model: str = "scripted-model",
                  vllm: VllmCounters | None = None, sglang_gauges: dict | None = None,
                  server_info: dict | None = None, server_info_path: str = "/get_server_info",
+                 owned_by: str = "specgauge-test",
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self.script = script or Script()
         self.model = model
@@ -286,6 +287,8 @@ class ScriptedServer:
         self.host, self.port = host, port
         self.truth: list[TruthRecord] = []
         self.requests_seen: list[dict] = []    # JSON bodies of the streaming requests
+        self.paths_seen: list[str] = []        # every request's path, in order
+        self.owned_by = owned_by               # /v1/models "owned_by" ("vllm" makes it look like vLLM)
         self.headers_seen: list[dict[str, str]] = []
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -307,6 +310,7 @@ class ScriptedServer:
                 ("POST", "/_truth/reset"): self._truth_reset}
 
     async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        self.paths_seen.append(request.path)
         handler = self._routes.get((request.method, request.path))
         if handler is None:
             return web.json_response({"error": {"message": f"no route {request.method} {request.path}"}},
@@ -522,7 +526,7 @@ class ScriptedServer:
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model",
-                                                              "owned_by": "specgauge-test"}]},
+                                                              "owned_by": self.owned_by}]},
                                  headers={"Server": "scripted/1"})
 
     async def _health(self, request: web.Request) -> web.Response:

@@ -129,6 +129,38 @@ def export_command(run_dir: Path, tokenizer_dir: Path, output: Path, which: str)
     click.echo(f"exported {model.num_parameters():,} parameters to {output}")
 
 
+@train_group.command("export-draft")
+@click.argument("draft_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--engine", type=click.Choice(["vllm", "sglang", "specgauge"]), required=True,
+              help="the engine the copy is for: its config names the same target layers in that engine's meaning")
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
+def export_draft_command(draft_dir: Path, engine: str, output: Path) -> None:
+    """Copy an EAGLE-3 drafter (config ids in vLLM's meaning) for ENGINE: SGLang reads
+    eagle_aux_hidden_state_layer_ids one layer later, so its copy says one less (docs/eagle3.md)."""
+    import json
+    import shutil
+
+    from specgauge.engine.eagle3 import config_for_engine
+
+    config_path = draft_dir / "config.json"
+    if not config_path.is_file():
+        raise UserError(f"DRAFT_DIR: no config.json in {draft_dir}")
+    try:
+        config = json.loads(config_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserError(f"DRAFT_DIR: {config_path} is not JSON ({exc})") from None
+    if output.resolve() == draft_dir.resolve():
+        raise UserError("--output: must differ from DRAFT_DIR")
+    output.mkdir(parents=True, exist_ok=True)
+    for item in draft_dir.iterdir():
+        if item.is_file() and item.name not in ("config.json", "SHA256SUMS"):
+            shutil.copyfile(item, output / item.name)
+    converted = config_for_engine(config, engine)
+    (output / "config.json").write_text(json.dumps(converted, indent=2) + "\n")
+    ids = (converted.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+    click.echo(f"wrote {output} for {engine}: eagle_aux_hidden_state_layer_ids {ids}")
+
+
 @train_group.command("eval")
 @click.argument("model_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--corpus", "corpus_dir", required=True, type=click.Path(file_okay=False, path_type=Path))

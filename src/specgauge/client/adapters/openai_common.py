@@ -1,5 +1,11 @@
 """Parts shared by the two OpenAI adapters: event parsing, usage, and the speculation extras
-an OpenAI-compatible server may add (our engine sends ``spec_accept_length``)."""
+an OpenAI-compatible server may add: our engine sends ``spec_accept_length``/``spec_verify_ct``;
+vLLM started with ``--per-request-spec-decode-metrics summary|detailed`` adds
+``metrics.speculative_decoding`` (``SpeculativeDecodingMetrics`` in
+``vllm/entrypoints/generate/base/protocol.py``: ``mean_acceptance_length``,
+``draft_acceptance_rate``, ``acceptance_histogram``, ``num_spec_steps``,
+``num_accepted_draft_tokens``, ``num_draft_tokens``, ``num_spec_tokens``) to the last, usage-bearing
+chunk of a stream (``chat_completion/serving.py``)."""
 
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ def parse_openai_event(data: str, record: RequestRecord) -> tuple[dict | None, i
     if record.server_request_id is None:
         record.server_request_id = obj.get("id")
     cumulative = None
-    if not choices or obj.get("usage") or "spec_accept_length" in obj:  # rarer events (usage is null on most)
+    if not choices or obj.get("usage") or obj.get("metrics") or "spec_accept_length" in obj:  # rarer events
         if "error" in obj or obj.get("object") == "error":
             raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server error event: {server_error_message(obj)}")
         cumulative = read_usage(obj, record)
@@ -48,4 +54,27 @@ def read_usage(obj: dict, record: RequestRecord) -> int | None:
         copy_spec_fields(usage, record)
     if "spec_accept_length" in obj or "spec_verify_ct" in obj:
         copy_spec_fields(obj, record)
+    metrics = obj.get("metrics")
+    if isinstance(metrics, dict) and isinstance(metrics.get("speculative_decoding"), dict):
+        read_vllm_spec_metrics(metrics["speculative_decoding"], record)
     return completion
+
+
+def read_vllm_spec_metrics(spec: dict, record: RequestRecord) -> None:
+    """vLLM's per-request ``metrics.speculative_decoding`` (module doc) into ``record``: verify steps
+    that drafted, accepted and proposed draft tokens, vLLM's own mean acceptance length
+    (``1 + accepted / steps``) and the histogram of accepted drafts per step."""
+    try:
+        steps = int(spec["num_spec_steps"])
+        record.spec_verify_ct = steps
+        record.spec_correct_drafts = int(spec["num_accepted_draft_tokens"])
+        record.spec_proposed_drafts = int(spec["num_draft_tokens"])
+    except (KeyError, TypeError, ValueError):
+        return
+    if spec.get("mean_acceptance_length") is not None:
+        record.spec_accept_length = float(spec["mean_acceptance_length"])
+    if spec.get("draft_acceptance_rate") is not None:
+        record.spec_accept_rate = float(spec["draft_acceptance_rate"])
+    histogram = spec.get("acceptance_histogram")
+    if isinstance(histogram, list):
+        record.spec_accept_histogram = [int(x) for x in histogram]
