@@ -44,6 +44,7 @@ def _allowed() -> dict[str, frozenset[str]]:
             below |= set(layer)
     allowed["compare"] |= {"engine"}
     allowed["testing"] = BASE  # test servers (scripted, lean) speak the wire formats by themselves
+    allowed["vllm_setup"] = BASE  # `make vllm`: lays out vLLM-servable copies of the shipped weights
     everything = frozenset(allowed) | {"cli"}
     allowed["cli"] = everything  # the one thin entry: every command delegates to its part
     return allowed
