@@ -19,6 +19,7 @@ def test_interval_spanning_one_is_no_clear_difference():
     assert "chat 1.05x" not in first
 
 
-def test_without_an_interval_the_point_estimate_decides():
+def test_without_an_interval_no_speedup_is_claimed():
     lines = verdict_lines("EAGLE-3", [domain("coding", 0.9, None, None)], [], Crossover(kind="insufficient"))
-    assert lines[0].startswith("EAGLE-3 slows down single-stream coding 1.11x")
+    assert not any("slows down" in line or "speeds up" in line for line in lines)
+    assert lines[0].startswith("No single-stream verdict for coding (no interval)")

@@ -65,6 +65,7 @@ async def test_changed_suite_is_refused_unless_allowed(tmp_path):
     assert refused.returncode == 2 and "suite changed" in refused.stderr and "--allow-suite-change" in refused.stderr
     assert allowed.returncode in (0, 1), allowed.stderr
     assert "suite changed:" in allowed.stdout
+    assert "4 → 4 requests" in allowed.stdout and "0 →" not in allowed.stdout    # issue 17: it said "0 → 4"
 
 
 def test_baseline_misuse_is_one_line(tmp_path):
@@ -77,3 +78,48 @@ def test_baseline_misuse_is_one_line(tmp_path):
     for done, message in ((unknown_run, "no run 99"), (unknown_name, "no baseline named 'nope'"),
                           (two_arms, "exactly one of")):
         assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+async def _against(db, name, url, **kwargs):
+    from specgauge.compare.arms import ArmSpec
+    from specgauge.compare.regression import run_against_baseline
+
+    with Store.open(db) as store:
+        return await run_against_baseline(store, name, ArmSpec("speculative", "url", url), resamples=300, **kwargs)
+
+
+async def test_drift_within_the_run_is_not_called_a_regression(tmp_path):
+    """Issue 17: the same server against its own baseline was a REGRESSION on a noisy machine. Here
+    the machine is 30% slower half of the time while the new run is measured: the run measures that
+    drift (the halves of its points disagree) and says the drift is larger than the change."""
+    from loaded_server import DriftingServer, NoisyMachine
+
+    db = str(tmp_path / "b.db")
+    with ScriptedServer(FAST) as steady, DriftingServer(FAST, machine=NoisyMachine(0.3, 6)) as drifting:
+        run_id = await stored_run(db, steady.url)
+        with Store.open(db) as store:
+            store.set_baseline("nightly", run_id)
+        report = await _against(db, "nightly", drifting.url, allow_server_change=True)
+    assert report.drift is not None and report.drift.per_measurement > 0.05
+    assert not report.regressed, [(p.label, p.throughput) for p in report.points]
+    assert any(p.within_drift and p.verdict == "within the measured drift" for p in report.points)
+
+
+async def test_a_swapped_speculative_algorithm_is_a_server_change(tmp_path):
+    db = str(tmp_path / "b.db")
+    eagle = {"speculative_algorithm": "EAGLE3", "speculative_num_steps": 5}
+    ngram = {"speculative_algorithm": "NGRAM", "speculative_num_steps": 5}
+    with ScriptedServer(FAST, server_info=eagle) as first, ScriptedServer(FAST, server_info=ngram) as second:
+        run_id = await stored_run(db, first.url)
+        with Store.open(db) as store:
+            store.set_baseline("eagle", run_id)
+        from specgauge.errors import UserError
+
+        try:
+            await _against(db, "eagle", second.url)
+            refused = None
+        except UserError as exc:
+            refused = str(exc)
+        allowed = await _against(db, "eagle", second.url, allow_server_change=True)
+    assert refused is not None and "speculative_algorithm EAGLE3 → NGRAM" in refused
+    assert allowed.server_changes == ("speculative_algorithm EAGLE3 → NGRAM",)

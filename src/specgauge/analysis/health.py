@@ -86,12 +86,25 @@ def mean_accept_length(records: Sequence[RequestRecord]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def domain_acceptance_warnings(by_domain: dict[str, float | None]) -> tuple[HealthWarning, ...]:
+    """``accept_length_one`` per domain: a domain whose acceptance (tokens per verify step) is below
+    :data:`ACCEPT_LENGTH_ONE` alarms even when the mean over all domains looks healthy."""
+    return tuple(HealthWarning(
+        code="accept_length_one", domain=domain,
+        message=f"{domain}: acceptance length is {value:.2f} (≈ 1): almost no draft token is accepted on this "
+                f"domain; the drafter does not cover it (or does not match the target model)")
+        for domain, value in by_domain.items() if value is not None and value < ACCEPT_LENGTH_ONE)
+
+
 def health_warnings(speculative: Sequence[RequestRecord], baseline: Sequence[RequestRecord],
-                    max_tokens: int | None, server_accept: float | None = None) -> tuple[HealthWarning, ...]:
+                    max_tokens: int | None, server_accept: float | None = None,
+                    domains_checked: bool = False) -> tuple[HealthWarning, ...]:
     """Every warning that applies to the two arms' records (all stages pooled).
 
     ``server_accept``: the speculative server's point-scoped acceptance length (vLLM counters),
-    used when the requests carry none.
+    used when the requests carry none. ``domains_checked``: acceptance was checked per domain
+    (:func:`domain_acceptance_warnings`), so the pooled ``accept_length_one`` check is skipped
+    (one bad domain must alarm on its own, and a pooled mean cannot add to that).
     """
     warnings: list[HealthWarning] = []
     accept = mean_accept_length(speculative)
@@ -104,7 +117,7 @@ def health_warnings(speculative: Sequence[RequestRecord], baseline: Sequence[Req
             message="the speculative server reported no acceptance length and no per-chunk token counts; "
                     "acceptance cannot be checked"))
     estimate = accept if accept is not None else (mean_tokens_per_chunk(with_counts) if with_counts else None)
-    if estimate is not None and estimate < ACCEPT_LENGTH_ONE:
+    if estimate is not None and estimate < ACCEPT_LENGTH_ONE and not domains_checked:
         warnings.append(HealthWarning(
             code="accept_length_one",
             message=f"acceptance length is {estimate:.2f} (≈ 1): almost no draft token is accepted; "
@@ -154,8 +167,8 @@ def drift_warnings(repeats: Sequence[tuple[str, float | None, float | None, str]
     """Warnings for measurements of the same arm, suite and concurrency taken at two times.
 
     ``repeats``: ``(arm, tok_s first, tok_s second, what was repeated)``. A difference above
-    :data:`DRIFT_WARNING` means the machine's speed changed during the comparison, by more than
-    the bootstrap intervals (which cover request-to-request variation only) account for.
+    :data:`DRIFT_WARNING` means the machine's speed changed during the comparison; the intervals
+    include the measured drift (analysis/drift.py), which is why they are wide.
     """
     warnings = []
     for arm, first, second, what in repeats:
@@ -166,9 +179,9 @@ def drift_warnings(repeats: Sequence[tuple[str, float | None, float | None, str]
             warnings.append(HealthWarning(
                 code="machine_drift",
                 message=f"the {arm} arm measured twice alike ({what}) gave {first:,.1f} and {second:,.1f} tok/s "
-                        f"({drift:.0%} apart): the machine's speed drifted during the comparison; differences "
-                        f"between the arms smaller than that are noise, whatever the intervals say (use a quieter "
-                        f"machine, or --rounds 2 or more)"))
+                        f"({drift:.0%} apart): the machine's speed drifted during the comparison; the intervals "
+                        f"include that drift, so differences between the arms smaller than it are not claimed (use "
+                        f"a quieter machine, or --rounds 2 or more)"))
     return tuple(warnings)
 
 

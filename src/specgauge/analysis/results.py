@@ -69,6 +69,7 @@ class SingleStreamDomain(_Frozen):
     ci_high: float | None
     accept_length: float | None              # the speculative arm's mean acceptance length
     ci_method: str = "none"                  # how the speedup's interval was resampled (RatioCI.method)
+    pairs: int | None = None                 # request pairs behind the speedup (None: not recorded)
     request_tok_s_ratio: RatioCI = RatioCI()
     tpot_ratio: RatioCI = RatioCI()
     ttft_ratio: RatioCI = RatioCI()
@@ -86,6 +87,7 @@ class SweepPoint(_Frozen):
     ci_low: float | None
     ci_high: float | None
     ci_method: str = "none"
+    pairs: int | None = None                 # request pairs behind the ratio (None: not recorded)
     request_tok_s_ratio: RatioCI = RatioCI()
     tpot_ratio: RatioCI = RatioCI()
     ttft_ratio: RatioCI = RatioCI()
@@ -107,23 +109,62 @@ class Crossover(_Frozen):
     ci_low: float | None = None
     ci_high: float | None = None
     between: tuple[int, int] | None = None   # the two tested concurrencies it falls between
+    supported: bool = True   # False: the point estimates cross 1, but no point is clearly above 1 below it
+    #                          and clearly below 1 above it (analysis/verdict.py), so no crossover is claimed
 
 
 class ServerSetting(_Frozen):
-    """How to apply the threshold on one server: the flags or config, and what they mean."""
+    """How to apply the threshold on one server: the flags or config, and what they mean.
+
+    ``setting`` is what to add to the server's command line; for vLLM it is exactly
+    ``--speculative-config '<json>'`` (``shlex.split`` gives the flag and one JSON argument).
+    ``config_file``/``config_text``: a file the setting names, and its content (SGLang's
+    ``--speculative-adaptive-config`` takes a path to a JSON file).
+    """
 
     server: Literal["sglang", "vllm", "specgauge"]
     setting: str
     note: str
+    config_file: str | None = None
+    config_text: str | None = None
+
+
+class SpeculationSetup(_Frozen):
+    """What the speculative arm is, as far as the comparison could learn it (its launch command or
+    engine arguments, else the server's own ``/server_info``); None where unknown."""
+
+    engine: Literal["vllm", "sglang", "specgauge"] | None = None
+    method: str | None = None                  # vLLM method (eagle3, ngram, draft_model, ...) / SGLang algorithm
+    num_speculative_tokens: int | None = None  # draft depth: vLLM num_speculative_tokens, SGLang num_steps
+    draft_model: str | None = None
+    eagle_topk: int | None = None
+    max_num_seqs: int | None = None            # vLLM --max-num-seqs / SGLang --max-running-requests
+    source: str = "unknown"                    # where it was learned: "launch command", "server_info", ...
 
 
 class Recommendation(_Frozen):
-    """When to switch speculation off. ``disable_above`` None: keep it on (it pays everywhere
-    tested); 0: switch it off (it never pays); N: speculate only while at most N requests run."""
+    """When to switch speculation off. ``disable_above`` None: no threshold (no tested concurrency
+    showed a clear loss); 0: switch it off (it never pays); N: speculate only while at most N run.
+
+    ``confident`` False: the intervals do not settle it; ``uncertain_because`` says why and
+    ``to_settle`` what to run (docs/compare.md, "Verdict rules")."""
 
     disable_above: int | None
     rule: str
     settings: tuple[ServerSetting, ...] = ()
+    confident: bool = True
+    uncertain_because: str | None = None
+    to_settle: str | None = None
+
+
+class DriftEstimate(_Frozen):
+    """How much the machine's speed moved between repeated measurements of the same arm, and how
+    much every interval was widened for it (analysis/drift.py)."""
+
+    sigma: float | None            # RMS of the repeats' log tok/s ratios (None: nothing was repeated)
+    repeats: int                   # how many same-arm repeated measurements it rests on
+    per_measurement: float | None  # sigma as a relative figure, exp(sigma) - 1
+    widened_by: float | None       # the log-scale sigma folded into each interval: sigma / sqrt(rounds)
 
 
 class VerifyPoint(_Frozen):
@@ -182,6 +223,7 @@ class HealthWarning(_Frozen):
     code: Literal["accept_length_one", "chunks_disagree_with_server", "acceptance_falls_with_position",
                   "degenerate_output", "errors", "no_acceptance_figures", "machine_drift"]
     message: str
+    domain: str | None = None      # the domain it concerns (None: all stages pooled)
 
 
 class ArmDescription(_Frozen):
@@ -191,6 +233,7 @@ class ArmDescription(_Frozen):
     url: str | None = None         # where it was measured (a launched arm's URL includes its port)
     model: str | None = None
     server_fingerprint: dict | None = None
+    speculation: SpeculationSetup | None = None   # the speculative arm's method and depth, where known
 
 
 class SuiteInfo(_Frozen):
@@ -241,6 +284,7 @@ class CompareResult(_Frozen):
     crossover: Crossover
     recommended_disable_above: int | None
     recommendation: Recommendation
+    drift: DriftEstimate | None = None
     verification: Verification | None = None
     verdict_lines: tuple[str, ...]
     losslessness: Losslessness

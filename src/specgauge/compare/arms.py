@@ -107,6 +107,16 @@ class LaunchedServer:
         raise UserError(f"{self.spec.name} arm did not answer on {self.url} within {self._start_timeout_s:g} s "
                         f"(--start-timeout); log {self.log_path}: {self.log_tail()}")
 
+    def exit_code(self, wait_s: float = 0.0) -> int | None:
+        """The process's exit code once it has exited (waiting up to ``wait_s`` for it), else None."""
+        process = self._process
+        if process is None:
+            return None
+        try:
+            return process.wait(timeout=wait_s) if wait_s > 0 else process.poll()
+        except subprocess.TimeoutExpired:
+            return None
+
     def _answers(self) -> bool:
         for path in HEALTH_PATHS:
             try:

@@ -13,15 +13,16 @@ import numpy as np
 from specgauge import __version__
 from specgauge.analysis import definitions
 from specgauge.analysis.crossover import find_crossover
-from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, drift_warnings, health_warnings,
-                                       mean_accept_length)
+from specgauge.analysis.drift import estimate_drift, with_drift
+from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, counted, domain_acceptance_warnings,
+                                       drift_warnings, health_warnings, mean_accept_length, mean_tokens_per_chunk)
 from specgauge.analysis.lossless import check_losslessness
 from specgauge.analysis.paired import RatioEstimate, ratio_of_statistic, ratio_of_sums
 from specgauge.analysis.summary import summarize
-from specgauge.analysis.verdict import recommend, verdict_lines
+from specgauge.analysis.verdict import assess_sweep, recommend, supported_crossover, verdict_lines
 from specgauge.client.records import RequestRecord
-from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, Percentiles,
-                                        SingleStreamDomain, StageRuns, SweepPoint)
+from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, DriftEstimate,
+                                     Percentiles, SingleStreamDomain, SpeculationSetup, StageRuns, SweepPoint)
 from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
 from specgauge.report.export import point_document
 from specgauge.store import Store
@@ -153,8 +154,10 @@ def _metric_ratio(pairs, base_ok, spec_ok, metric, statistic, rng, resamples) ->
                               paired=False, rng=rng, statistic=statistic, resamples=resamples)
 
 
-def paired_point(base: ArmSamples, spec: ArmSamples, rng: np.random.Generator, resamples: int) -> PairedPoint:
-    """Ratios at one point; paired by request where most requests pair up, else within each arm."""
+def paired_point(base: ArmSamples, spec: ArmSamples, rng: np.random.Generator, resamples: int,
+                 drift: DriftEstimate | None = None) -> PairedPoint:
+    """Ratios at one point; paired by request where most requests pair up, else within each arm.
+    ``drift``: every interval is widened by the measured machine drift (analysis/drift.py)."""
     pairs = _pairs(base, spec)
     base_ok = [r for r in base.records if r.ok]
     spec_ok = [r for r in spec.records if r.ok]
@@ -173,11 +176,14 @@ def paired_point(base: ArmSamples, spec: ArmSamples, rng: np.random.Generator, r
         bt, bs = tokens_and_seconds(base_ok)
         st, ss = tokens_and_seconds(spec_ok)
         throughput = ratio_of_sums(bt, bs, st, ss, paired=False, rng=rng, resamples=resamples, point_ratio=measured)
+    def drifted(estimate: RatioEstimate) -> RatioEstimate:
+        return with_drift(estimate, drift, rng) if drift is not None else estimate
+
     return PairedPoint(
-        throughput=throughput,
-        request_tok_s=_metric_ratio(pairs, base_ok, spec_ok, _request_tok_s, np.mean, rng, resamples),
-        tpot=_metric_ratio(pairs, base_ok, spec_ok, definitions.tpot_ms, np.median, rng, resamples),
-        ttft=_metric_ratio(pairs, base_ok, spec_ok, definitions.ttft_ms, np.median, rng, resamples),
+        throughput=drifted(throughput),
+        request_tok_s=drifted(_metric_ratio(pairs, base_ok, spec_ok, _request_tok_s, np.mean, rng, resamples)),
+        tpot=drifted(_metric_ratio(pairs, base_ok, spec_ok, definitions.tpot_ms, np.median, rng, resamples)),
+        ttft=drifted(_metric_ratio(pairs, base_ok, spec_ok, definitions.ttft_ms, np.median, rng, resamples)),
         pairs=pairs,
     )
 
@@ -210,10 +216,35 @@ def _repeated_measurements(stages: Sequence[StageRuns], cells: dict[str, tuple[A
     return repeats
 
 
+def _round_repeats(samples: ArmSamples) -> list[tuple[float | None, float | None]]:
+    """One arm's point measured in consecutive rounds: Σ tokens / Σ E2E over the prompts both rounds
+    sent, per pair of consecutive rounds (the same arm and prompts at two moments)."""
+    rounds = sorted({r for r, _ in samples.keys})
+    by_round = {r: [rec for (k, _), rec in zip(samples.keys, samples.records) if k == r] for r in rounds}
+    repeats = []
+    for first, second in zip(rounds, rounds[1:]):
+        prompts = {r.prompt_index for r in by_round[first]} & {r.prompt_index for r in by_round[second]}
+        if prompts:
+            repeats.append((_rate_on(by_round[first], prompts), _rate_on(by_round[second], prompts)))
+    return repeats
+
+
+def _domain_acceptance(spec: ArmSamples) -> float | None:
+    """The speculative arm's acceptance in one domain: the server's figure, else tokens per counted chunk."""
+    if spec.accept_length is not None:
+        return spec.accept_length
+    with_counts = counted(spec.records)
+    return mean_tokens_per_chunk(with_counts) if with_counts else None
+
+
 def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], settings: CompareSettings,
                  stages: Sequence[StageRuns], label: str, comparison_id: int | None = None,
-                 seed: int = 0) -> CompareResult:
-    """Compute the whole comparison from the stored runs of ``stages``."""
+                 seed: int = 0, speculation: SpeculationSetup | None = None,
+                 vllm_base_config: dict | None = None) -> CompareResult:
+    """Compute the whole comparison from the stored runs of ``stages``.
+
+    ``speculation``/``vllm_base_config``: what the speculative arm is (its method and depth, its own
+    ``--speculative-config``), so that the settings are written for it."""
     rng = np.random.default_rng(seed)
     resamples = settings.bootstrap_resamples
     single: list[SingleStreamDomain] = []
@@ -224,10 +255,10 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     lossless_pairs = []
     at_one: dict[str, tuple[ArmSamples, ArmSamples]] = {}   # concurrency-1 samples per stage
     server_accepts: list[float] = []   # the speculative arm's per-point acceptance figures
+    cells: list[tuple[str, int, ArmSamples, ArmSamples]] = []
     for stage in stages:
         base_levels = _samples(store, stage.baseline_run_ids)
         spec_levels = _samples(store, stage.speculative_run_ids)
-        cells: list[tuple[str, int, ArmSamples, ArmSamples]] = []
         for level in sorted(set(base_levels) & set(spec_levels)):
             if stage.stage == SPLIT_SINGLE_STAGE:
                 base_parts, spec_parts = split_by_domain(base_levels[level]), split_by_domain(spec_levels[level])
@@ -235,46 +266,57 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                           for d in sorted(set(base_parts) & set(spec_parts))]
             else:
                 cells.append((stage.stage, level, base_levels[level], spec_levels[level]))
-        for stage_name, level, base, spec in cells:
-            if level == 1:
-                at_one[stage_name] = (base, spec)
-            all_base += base.records
-            all_spec += spec.records
-            server_accepts += spec.point_accept
-            point = paired_point(base, spec, rng, resamples)
-            lossless_pairs += [(stage_name, b.prompt_index, b.request_index, b.output_text, s.output_text)
-                               for b, s in point.pairs]
-            common = dict(request_tok_s_ratio=point.request_tok_s.ci, tpot_ratio=point.tpot.ci,
-                          ttft_ratio=point.ttft.ci, baseline=_arm_point(base), speculative=_arm_point(spec))
-            ci = point.throughput.ci
-            if stage_name.startswith(SINGLE_PREFIX):
-                single.append(SingleStreamDomain(
-                    domain=stage_name[len(SINGLE_PREFIX):], baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
-                    speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method,
-                    accept_length=spec.accept_length, **common))
-            elif stage_name.startswith(SWEEP_PREFIX):
-                sweep.append(SweepPoint(
-                    concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
-                    ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, **common))
-                replicate_rows.append(point.throughput.replicates)
+    for stage_name, level, base, spec in cells:
+        if level == 1:
+            at_one[stage_name] = (base, spec)
+    repeated = _repeated_measurements(stages, at_one)
+    drift = estimate_drift([(first, second) for _, first, second, _ in repeated]
+                           + [pair for _, _, base, spec in cells for arm in (base, spec) for pair in _round_repeats(arm)],
+                           settings.rounds)
+    accept_by_domain: dict[str, float | None] = {}
+    for stage_name, level, base, spec in cells:
+        all_base += base.records
+        all_spec += spec.records
+        server_accepts += spec.point_accept
+        point = paired_point(base, spec, rng, resamples, drift)
+        lossless_pairs += [(stage_name, b.prompt_index, b.request_index, b.output_text, s.output_text)
+                           for b, s in point.pairs]
+        common = dict(request_tok_s_ratio=point.request_tok_s.ci, tpot_ratio=point.tpot.ci,
+                      ttft_ratio=point.ttft.ci, baseline=_arm_point(base), speculative=_arm_point(spec))
+        ci = point.throughput.ci
+        if stage_name.startswith(SINGLE_PREFIX):
+            domain = stage_name[len(SINGLE_PREFIX):]
+            accept_by_domain[domain] = _domain_acceptance(spec)
+            single.append(SingleStreamDomain(
+                domain=domain, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
+                speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs,
+                accept_length=spec.accept_length, **common))
+        elif stage_name.startswith(SWEEP_PREFIX):
+            sweep.append(SweepPoint(
+                concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
+                ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs, **common))
+            replicate_rows.append(point.throughput.replicates)
     replicates = None
     if sweep and all(r is not None for r in replicate_rows):
         replicates = np.stack(replicate_rows, axis=1)   # (B, points)
-    crossover = find_crossover([p.concurrency for p in sweep], [p.ratio for p in sweep], replicates)
-    recommendation = recommend(crossover)
+    crossover = supported_crossover(
+        find_crossover([p.concurrency for p in sweep], [p.ratio for p in sweep], replicates), assess_sweep(sweep))
+    recommendation = recommend(crossover, sweep, setup=speculation, vllm_base_config=vllm_base_config,
+                               rounds=settings.rounds, drift=drift)
     suites = tuple({s.suite.content_hash: s.suite for s in stages}.values())
     return CompareResult(
         comparison_id=comparison_id, created_at=utc_now(), tool_version=__version__, arms=arms,
         speculative_label=label, settings=settings, suites=suites, stages=tuple(stages),
         single_stream=tuple(single), sweep=tuple(sweep),
-        crossover_concurrency=crossover.concurrency, crossover=crossover,
-        recommended_disable_above=recommendation.disable_above, recommendation=recommendation,
-        verdict_lines=verdict_lines(label, single, sweep, crossover),
+        crossover_concurrency=crossover.concurrency if crossover.supported else None, crossover=crossover,
+        recommended_disable_above=recommendation.disable_above, recommendation=recommendation, drift=drift,
+        verdict_lines=verdict_lines(label, single, sweep, crossover, drift, settings.rounds),
         losslessness=check_losslessness(lossless_pairs, temperature=settings.temperature),
-        health=health_warnings(all_spec, all_base, settings.max_tokens,
-                               server_accept=float(np.mean(server_accepts)) if server_accepts else None)
-        + drift_warnings(
-            _repeated_measurements(stages, at_one)),
+        health=domain_acceptance_warnings(accept_by_domain)
+        + health_warnings(all_spec, all_base, settings.max_tokens,
+                          server_accept=float(np.mean(server_accepts)) if server_accepts else None,
+                          domains_checked=any(v is not None for v in accept_by_domain.values()))
+        + drift_warnings(repeated),
         tokens_per_chunk={"baseline": chunk_histogram(all_base), "speculative": chunk_histogram(all_spec)},
         acceptance_by_position=acceptance_by_position(all_spec),
         acceptance_by_domain={d.domain: d.accept_length for d in single},

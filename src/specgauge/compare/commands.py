@@ -187,9 +187,11 @@ def compare_command(**options) -> None:
         Store.open(options["db"], create=False).close()
     result = _run(_compare(plan, options["db"], options["verify"]))
     if options["verify"] and result.verification is None:
-        click.echo("--verify: nothing to verify: " + ("speculation pays at every tested concurrency"
-                   if result.recommended_disable_above is None else "speculation never pays (switch it off)"),
-                   err=True)
+        recommendation = result.recommendation
+        why = ("speculation never pays (switch it off)" if recommendation.disable_above == 0 else
+               "speculation pays at every tested concurrency" if recommendation.confident else
+               "no tested concurrency shows a clear loss, so there is no threshold to apply")
+        click.echo(f"--verify: nothing to verify: {why}", err=True)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
 
@@ -212,7 +214,8 @@ async def _compare(plan, db: str, verify: bool):
             result = await run_comparison(plan, store, progress,
                                           on_stage=lambda text: progress.console.print(f"[bold]{text}"))
             if verify:
-                result = await verify_threshold(plan, store, result, progress)
+                result = await verify_threshold(plan, store, result, progress,
+                                                on_stage=lambda text: progress.console.print(f"[bold]{text}"))
     finally:
         progress.close()
     return result
@@ -236,7 +239,8 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
         async def work():
             return await run_against_baseline(
                 store, options["against_baseline"], arms[0].spec(), allow_suite_change=options["allow_suite_change"],
-                allow_server_change=options["allow_server_change"], api_key=api_key, progress=RichProgress(),
+                allow_server_change=options["allow_server_change"], api_key=api_key,
+                progress=RichProgress(db=options["db"]),
                 start_timeout_s=options["start_timeout"], seed=options["seed"], resamples=options["resamples"],
                 min_effect=options["min_effect"])
 
@@ -248,7 +252,8 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
 
         document = {"baseline": report.baseline_name, "baseline_run_id": report.baseline_run_id,
                     "new_run_id": report.new_run_id, "regressed": report.regressed,
-                    "suite_diff": report.suite_diff.summary(),
+                    "suite_diff": report.suite_diff.summary(), "server_changes": list(report.server_changes),
+                    "drift": report.drift.model_dump() if report.drift else None,
                     "points": [dict(dataclasses.asdict(p), verdict=p.verdict) for p in report.points]}
         _write_text(options["output_json"], json.dumps(document, indent=2, default=str) + "\n")
     return EXIT_REGRESSION if report.regressed else 0
@@ -261,6 +266,8 @@ def _print_regressions(report, *, to_stderr: bool) -> None:
     console = Console(stderr=to_stderr, width=None if sys.stdout.isatty() else 160)
     if not report.suite_diff.same:
         console.print(f"suite changed: {report.suite_diff.summary()}", style="yellow")
+    for change in report.server_changes:
+        console.print(f"server changed (--allow-server-change): {change}", style="yellow")
     table = Table(title=f"run {report.new_run_id} against baseline {report.baseline_name!r} (run "
                         f"{report.baseline_run_id}); ratios new/baseline, 95% CI", title_justify="left")
     for header in ("point", "baseline tok/s", "new tok/s", "throughput ratio", "per-request tok/s ratio", "verdict"):
@@ -278,6 +285,14 @@ def _print_regressions(report, *, to_stderr: bool) -> None:
                       "-" if p.new_tok_s is None else f"{p.new_tok_s:,.1f}", ratio(p.throughput),
                       ratio(p.request_tok_s), f"[{style}]{p.verdict}" if style else p.verdict)
     console.print(table)
+    drift = report.drift
+    if drift is not None and drift.sigma is not None:
+        console.print(f"intervals include the machine drift this run measured: ±{drift.per_measurement:.1%} between "
+                      f"the earlier and later halves of its points ({drift.repeats} point(s))")
+    within = [p.label for p in report.points if p.within_drift]
+    if within:
+        console.print(f"the machine drift this run measured is larger than the change at {', '.join(within)}: "
+                      f"not called a regression (a quieter machine or more requests would settle it)", style="yellow")
     regressions = [p.label for p in report.points if p.change < 0]
     console.print(f"significant regression at {', '.join(regressions)}" if regressions
                   else "no significant regression", style="bold red" if regressions else "bold green")

@@ -20,6 +20,7 @@ from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
 from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, StageRuns, SuiteInfo)
 from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
+from specgauge.compare.speculation_setup import speculation_setup
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, close_run, open_run, run_point_at
 from specgauge.report.progress import BenchProgress, NullProgress
@@ -30,11 +31,12 @@ ARMS = ("baseline", "speculative")
 
 
 class StageProgress:
-    """Forwards bench progress, with each point labelled by arm and stage (``spec sweep c=4``)."""
+    """Forwards bench progress, with each point labelled by phase, arm and stage (``spec sweep c=4``,
+    ``verify spec sweep c=4`` in the ``--verify`` phase)."""
 
-    def __init__(self, inner: BenchProgress, arm: str, stage: str) -> None:
+    def __init__(self, inner: BenchProgress, arm: str, stage: str, phase: str = "") -> None:
         shown = "sweep" if stage.startswith(SWEEP_PREFIX) else stage   # the point label says c=N already
-        self._inner, self._prefix = inner, f"{arm[:4]} {shown}"
+        self._inner, self._prefix = inner, f"{phase + ' ' if phase else ''}{arm[:4]} {shown}"
 
     def run_started(self, run_id: int, num_points: int, *, resumed: bool) -> None:
         self._inner.run_started(run_id, num_points, resumed=resumed)
@@ -64,21 +66,61 @@ class _Ledger:
         self.runs.setdefault((stage, arm), []).append(run_id)
 
 
-@contextlib.contextmanager
-def _arms_up(specs: list[ArmSpec], plan: ComparePlan, log_dir: Path | None) -> Iterator[dict[str, str]]:
-    """Start every launched arm of ``specs`` (URLs pass through); stop them all on exit."""
-    with contextlib.ExitStack() as stack:
-        urls = {}
-        for spec in specs:
-            if spec.kind == "engine":
-                urls[spec.name] = stack.enter_context(_engine(spec, plan)).url
-            elif spec.launched:
-                server = stack.enter_context(LaunchedServer(spec, start_timeout_s=plan.start_timeout_s,
-                                                            log_dir=log_dir))
-                urls[spec.name] = server.url
+@dataclasses.dataclass
+class _Arms:
+    """The arms that are up: their URLs, and the started processes (to tell whether one died)."""
+
+    urls: dict[str, str] = dataclasses.field(default_factory=dict)
+    started: dict[str, tuple[ArmSpec, object]] = dataclasses.field(default_factory=dict)
+
+    def raise_if_dead(self) -> None:
+        """A one-line :class:`UserError` naming the arm, its exit code and its log when a started
+        arm's process has exited (called when a run fails, so that a killed arm is not reported as
+        an unreachable URL)."""
+        for name, (spec, handle) in self.started.items():
+            if isinstance(handle, LaunchedServer):
+                code, log, tail = handle.exit_code(wait_s=2.0), handle.log_path, handle.log_tail()
             else:
-                urls[spec.name] = spec.value
-        yield urls
+                process = getattr(handle, "process", None)
+                try:
+                    code = process.wait(timeout=2.0) if process is not None else None
+                except Exception:
+                    code = None
+                log, tail = handle.log_file.name, " | ".join(handle.log_tail.splitlines()[-6:]) or "(empty log)"
+            if code is not None:
+                raise UserError(f"the {name} arm ({spec.describe()}) exited with code {code} during the comparison; "
+                                f"log {log}: {tail}")
+
+
+@contextlib.contextmanager
+def _arms_up(specs: list[ArmSpec], plan: ComparePlan, log_dir: Path | None,
+             announce: Callable[[str], None] | None = None) -> Iterator[_Arms]:
+    """Start every launched arm of ``specs`` (URLs pass through), saying so; stop them all on exit."""
+    import time
+
+    with contextlib.ExitStack() as stack:
+        arms = _Arms()
+        for spec in specs:
+            if not spec.launched:
+                arms.urls[spec.name] = spec.value
+                continue
+            if announce:
+                announce(f"starting the {spec.name} arm: {spec.describe()}")
+            started = time.monotonic()
+            if spec.kind == "engine":
+                handle = stack.enter_context(_engine(spec, plan))
+            else:
+                handle = stack.enter_context(LaunchedServer(spec, start_timeout_s=plan.start_timeout_s,
+                                                            log_dir=log_dir))
+            arms.urls[spec.name] = handle.url
+            arms.started[spec.name] = (spec, handle)
+            if announce:
+                announce(f"the {spec.name} arm answers at {handle.url} ({time.monotonic() - started:.1f} s)")
+        try:
+            yield arms
+        except (UserError, OSError):
+            arms.raise_if_dead()
+            raise
 
 
 def _engine(spec: ArmSpec, plan: ComparePlan):
@@ -100,11 +142,16 @@ async def _run_all_points(run: OpenRun) -> None:
 
 async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgress | None = None, *,
                          log_dir: Path | None = None,
-                         on_stage: Callable[[str], None] | None = None) -> CompareResult:
+                         on_stage: Callable[[str], None] | None = None, phase: str = "") -> CompareResult:
     """Run ``plan`` against its two arms, store every run and the comparison, return the result.
 
-    Raises :class:`specgauge.errors.UserError` (one line) when an arm cannot be started or reached.
+    ``phase``: a word that prefixes every progress label and stage heading (``verify``).
+    Raises :class:`specgauge.errors.UserError` (one line) when an arm cannot be started or reached,
+    naming a launched arm that died and its log.
     """
+    if phase and on_stage:
+        inner_on_stage = on_stage
+        on_stage = lambda text: inner_on_stage(f"{phase} · {text}")   # noqa: E731
     progress = progress or NullProgress()
     stages = plan.stages()
     suites = {s.name: load_suite(s.suite) for s in stages}   # unknown suites fail before anything starts
@@ -113,9 +160,9 @@ async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgres
     ledger = _Ledger()
     try:
         if plan.schedule == "abba_by_point":
-            await _abba(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage)
+            await _abba(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase)
         else:
-            await _sequential(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage)
+            await _sequential(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase)
     except BaseException as exc:
         store.finish_comparison(comparison_id, status="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
                                 error=f"{type(exc).__name__}: {exc}")
@@ -135,9 +182,10 @@ def _stage_heading(stage: Stage, stages: list[Stage]) -> str | None:
     return None
 
 
-async def _abba(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage) -> None:
+async def _abba(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase) -> None:
     turn = 0
-    with _arms_up(specs, plan, log_dir) as urls:
+    with _arms_up(specs, plan, log_dir, on_stage) as arms:
+        urls = arms.urls
         ledger.urls.update(urls)
         for round_number in range(plan.rounds):
             for stage in stages:
@@ -146,7 +194,7 @@ async def _abba(plan, store, comparison_id, stages, specs, ledger, progress, log
                 runs = {}
                 for arm in ARMS:
                     runs[arm] = await open_run(plan.bench_config(stage, urls[arm]), store,
-                                               StageProgress(progress, arm, stage.name))
+                                               StageProgress(progress, arm, stage.name, phase))
                     ledger.add(store, comparison_id, stage.name, arm, round_number, runs[arm].run_id)
                 for point in store.get_points(runs["baseline"].run_id):
                     order = ARMS if turn % 2 == 0 else ARMS[::-1]
@@ -157,18 +205,19 @@ async def _abba(plan, store, comparison_id, stages, specs, ledger, progress, log
                     close_run(runs[arm])
 
 
-async def _sequential(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage) -> None:
+async def _sequential(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase) -> None:
     by_name = {s.name: s for s in specs}
     for round_number in range(plan.rounds):
         order = ARMS if round_number % 2 == 0 else ARMS[::-1]
         for arm in order:
             if on_stage:
                 on_stage(f"round {round_number + 1}/{plan.rounds} · {arm} arm: {by_name[arm].describe()}")
-            with _arms_up([by_name[arm]], plan, log_dir) as urls:
+            with _arms_up([by_name[arm]], plan, log_dir, on_stage) as arms:
+                urls = arms.urls
                 ledger.urls.update(urls)
                 for stage in stages:
                     run = await open_run(plan.bench_config(stage, urls[arm]), store,
-                                         StageProgress(progress, arm, stage.name))
+                                         StageProgress(progress, arm, stage.name, phase))
                     ledger.add(store, comparison_id, stage.name, arm, round_number, run.run_id)
                     await _run_all_points(run)
 
@@ -185,19 +234,25 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
                                     baseline_run_ids=tuple(ledger.runs.get((stage.name, "baseline"), ())),
                                     speculative_run_ids=tuple(ledger.runs.get((stage.name, "speculative"), ()))))
     arms = []
+    speculation, vllm_config = None, None
     for arm_config in (plan.baseline, plan.speculative):
         run_ids = ledger.runs.get((stages[0].name, arm_config.name), [])
         run = store.get_run(run_ids[-1]) if run_ids else None
+        fingerprint = run.server_fingerprint if run else None
+        if arm_config.name == "speculative":
+            speculation, vllm_config = speculation_setup(arm_config.kind, arm_config.value, fingerprint)
         arms.append(ArmDescription(name=arm_config.name, kind=arm_config.kind, description=arm_config.spec().describe(),
                                    url=ledger.urls.get(arm_config.name), model=run.model if run else None,
-                                   server_fingerprint=run.server_fingerprint if run else None))
+                                   server_fingerprint=fingerprint,
+                                   speculation=speculation if arm_config.name == "speculative" else None))
     settings = CompareSettings(
         api=plan.api, domains=plan.domains, concurrency=plan.concurrency,
         num_requests_single=plan.num_requests_single, num_requests_sweep=plan.num_requests_sweep,
         max_tokens=plan.max_tokens, seed=plan.seed, temperature=plan.temperature, warmup=plan.warmup,
         rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples)
     return build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
-                        comparison_id=comparison_id, seed=plan.seed)
+                        comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
+                        vllm_base_config=vllm_config)
 
 
 def result_of_comparison(store: Store, comparison_id: int) -> CompareResult:

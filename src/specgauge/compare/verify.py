@@ -34,12 +34,17 @@ def thresholded_plan(plan: ComparePlan, threshold: int) -> ComparePlan:
         "label": f"{plan.label} with {DISABLE_FLAG} {threshold}"})
 
 
-async def verify_threshold(plan: ComparePlan, store: Store, result: CompareResult, progress=None) -> CompareResult:
-    """``result`` with its :class:`Verification` filled in (unchanged when there is no threshold to verify)."""
+async def verify_threshold(plan: ComparePlan, store: Store, result: CompareResult, progress=None,
+                           on_stage=None) -> CompareResult:
+    """``result`` with its :class:`Verification` filled in (unchanged when there is no threshold to verify).
+    The phase is labelled ``verify`` in the progress and the stage headings."""
     threshold = result.recommended_disable_above
     if threshold is None or threshold == 0:
         return result
-    checked = await run_comparison(thresholded_plan(plan, threshold), store, progress)
+    if on_stage:
+        on_stage(f"verification: the sweep again, the speculative engine with {DISABLE_FLAG} {threshold}")
+    checked = await run_comparison(thresholded_plan(plan, threshold), store, progress, on_stage=on_stage,
+                                   phase="verify")
     points = tuple(VerifyPoint(concurrency=p.concurrency, baseline_tok_s=p.baseline_tok_s,
                                thresholded_tok_s=p.speculative_tok_s, ratio=p.ratio, ci_low=p.ci_low, ci_high=p.ci_high,
                                worse_beyond_noise=p.ci_high is not None and p.ci_high < 1.0)

@@ -215,7 +215,7 @@ async def _checked_run(config, db: str):
                                    headers=config.headers))
     _terminate_on_sigterm()
     with Store.open(db) as store:
-        return await run_benchmark(config, store, RichProgress()), store.path
+        return await run_benchmark(config, store, RichProgress(db=db)), store.path
 
 
 async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tuple[str, str], ...]):
@@ -225,29 +225,39 @@ async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tupl
 
     _terminate_on_sigterm()
     with Store.open(db, create=False) as store:
-        return await resume_benchmark(run_id, store, RichProgress(), api_key=api_key, headers=headers), store.path
+        return await resume_benchmark(run_id, store, RichProgress(db=db), api_key=api_key, headers=headers), store.path
 
 
 @click.command("runs")
 @click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
 def runs_command(db: str) -> None:
-    """List the stored runs."""
-    from specgauge.report.terminal import runs_table
+    """List the stored runs, then the comparisons (ids like c3: 'specgauge show c3')."""
+    from specgauge.report.terminal import comparisons_table, runs_table
     from specgauge.store import Store
 
     with Store.open(db, create=False) as store:
         _console().print(runs_table([(run, store.get_points(run.id)) for run in store.list_runs()]))
+        comparisons = [(row, store.comparison_runs(row.id)) for row in store.list_comparisons()]
+    if comparisons:
+        _console().print(comparisons_table(comparisons))
 
 
 @click.command("show")
-@click.argument("run_id", type=int)
+@click.argument("run_id", metavar="ID")
 @click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
-def show_command(run_id: int, db: str) -> None:
-    """Show a run's summary table (one row per point)."""
+def show_command(run_id: str, db: str) -> None:
+    """Show a run's summary table (ID like 7: one row per point) or a comparison's verdict (ID like c3)."""
+    from specgauge.report.commands import load_report, parse_report_id
+    from specgauge.report.verdict_table import verdict_renderable
     from specgauge.store import Store
 
+    ref = parse_report_id(run_id)
     with Store.open(db, create=False) as store:
-        _print_run(store, run_id, to_stderr=False)
+        if ref.kind == "run":
+            _print_run(store, ref.id, to_stderr=False)
+            return
+        data, _ = load_report(store, ref)
+    _console().print(verdict_renderable(data))
 
 
 @click.command("export")

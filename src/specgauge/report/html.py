@@ -207,8 +207,10 @@ def _recommendation_section(data: ReportData) -> str:
         return ""
     recommendation = result.recommendation
     blocks = "".join(_setting_block(SERVER_NAMES.get(s.server, s.server), s.setting, s.note)
+                     + (_setting_block(f"{SERVER_NAMES.get(s.server, s.server)}: {s.config_file}", s.config_text, "")
+                        if s.config_file and s.config_text else "")
                      for s in recommendation.settings)
-    threshold = "null (keep speculation on)" if recommendation.disable_above is None else \
+    threshold = "null (no threshold)" if recommendation.disable_above is None else \
         str(recommendation.disable_above)
     body = (f"<p><strong>{escape(recommendation_sentence(data) or '')}</strong> "
             f"<code>recommended_disable_above = {escape(threshold)}</code></p>"

@@ -152,7 +152,7 @@ def _speedup(data: ReportData) -> Plot:
     axes.plot(xs, [p.ratio for p in rows], marker="o", color=SPECULATIVE_COLOUR, label="speedup")
     axes.axhline(1.0, color=NEUTRAL_COLOUR, linestyle="--", linewidth=1.2, label="break-even (1.0×)")
     crossover = comparison.crossover
-    if crossover.concurrency is not None:
+    if crossover.concurrency is not None and crossover.supported:   # drawn only where the intervals support it
         low = crossover.ci_low if crossover.ci_low is not None else min(xs)
         high = crossover.ci_high if crossover.ci_high is not None else max(xs)
         axes.axvspan(low, high, color=CROSSOVER_COLOUR, alpha=0.10, linewidth=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from specgauge.analysis import definitions
-from specgauge.report.formatting import concurrency_with_ci, number
+from specgauge.report.formatting import number
 from specgauge.report.report_data import ReportData
 
 DEFINITIONS_SOURCE = "specgauge.analysis.definitions"
@@ -27,35 +27,24 @@ def metric_definitions() -> list[tuple[str, str]]:
 
 
 def crossover_sentence(data: ReportData) -> str | None:
-    """Where the baseline overtakes speculation, in words (``None`` for a one-arm report)."""
+    """What the sweep supports about where the baseline overtakes speculation (``None`` for a one-arm
+    report); the rules are :mod:`specgauge.analysis.verdict`'s."""
+    from specgauge.analysis.verdict import crossover_sentence as sentence
+
     result = data.comparison
     if result is None:
         return None
-    crossover = result.crossover
-    tested = sorted(p.concurrency for p in result.sweep)
-    if crossover.kind == "crosses":
-        return (f"The baseline overtakes {result.speculative_label} at "
-                f"{concurrency_with_ci(crossover.concurrency, crossover.ci_low, crossover.ci_high)} "
-                f"concurrent requests.")
-    if crossover.kind == "never":
-        return f"{result.speculative_label} pays at every tested concurrency (up to {tested[-1]})." if tested \
-            else f"{result.speculative_label} pays at every tested concurrency."
-    if crossover.kind == "always_below":
-        return f"{result.speculative_label} never pays, not even at {tested[0]} concurrent request(s)." if tested \
-            else f"{result.speculative_label} never pays."
-    return "Too few sweep points to place a crossover."
+    return sentence(result.speculative_label, result.sweep, result.crossover)
 
 
 def recommendation_sentence(data: ReportData) -> str | None:
-    """The threshold as one instruction (``None`` for a one-arm report)."""
+    """The threshold as one instruction, uncertain where the intervals do not settle it (``None``
+    for a one-arm report)."""
+    from specgauge.analysis.verdict import recommendation_sentence as sentence
+
     if data.comparison is None:
         return None
-    threshold = data.comparison.recommendation.disable_above
-    if threshold is None:
-        return "Keep speculation on: it pays at every tested concurrency."
-    if threshold == 0:
-        return "Switch speculation off: it does not pay at any tested concurrency."
-    return f"Disable speculation above {threshold} concurrent requests."
+    return sentence(data.comparison.recommendation)
 
 
 def headline(data: ReportData) -> list[str]:

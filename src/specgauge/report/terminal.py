@@ -28,8 +28,9 @@ REFRESH_PER_SECOND = 2
 class RichProgress:
     """One progress bar per point: requests done/total, live output tok/s and errors."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, *, db: str | None = None) -> None:
         self.console = console or Console(stderr=True)
+        self.db = db   # the store, named in the resume hint when it is not the default
         self._progress = Progress(
             TextColumn("[bold]{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[tok_s]:>9} tok/s"), TextColumn("{task.fields[errors]}"),
@@ -68,12 +69,24 @@ class RichProgress:
             errors = f"[red]{aggregate.flag_reason}" if aggregate.flagged else (
                 f"{aggregate.num_errors} err" if aggregate.num_errors else "")
             self._progress.update(self._task, tok_s="-" if tok_s is None else f"{tok_s:,.0f}", errors=errors)
+            self._progress.stop_task(self._task)   # its elapsed clock stops with the point
             self._task = None
 
     def run_finished(self, run_id: int, status: str) -> None:
         self._progress.stop()
         if status != "done":
-            self.console.print(f"specgauge: run {run_id} {status}; finish it with: specgauge bench --resume {run_id}")
+            self.console.print(f"specgauge: run {run_id} {status}; finish it with: {resume_command(run_id, self.db)}")
+
+
+DEFAULT_DB = "specgauge.db"
+
+
+def resume_command(run_id: int, db: str | None) -> str:
+    """The command that finishes run ``run_id`` (with ``--db`` when the store is not the default)."""
+    import shlex
+
+    where = f" --db {shlex.quote(str(db))}" if db and str(db) != DEFAULT_DB else ""
+    return f"specgauge bench --resume {run_id}{where}"
 
 
 def _ms(value: float | None) -> str:
@@ -126,4 +139,32 @@ def runs_table(runs: list[tuple[RunRow, list[PointRow]]]) -> Table:
         table.add_row(str(run.id), run.started_at.replace("+00:00", ""), Text(run.status, style=status_style),
                       run.api, run.url, run.model or "-", f"{run.suite_name}@{run.suite_version}", labels,
                       f"{done}/{len(points)}", Text(str(flagged), style="red") if flagged else "0")
+    return table
+
+
+def comparisons_table(comparisons: list) -> Table:
+    """The comparisons of ``specgauge runs``: id (cN), status, when, the arms, the bench runs behind it.
+
+    ``comparisons``: ``(ComparisonRow, [ComparisonRunRow])`` pairs."""
+    table = Table(title="comparisons ('specgauge show cN', 'specgauge report cN')", title_justify="left")
+    for header in ("id", "started (UTC)", "status", "baseline", "speculative", "runs", "recommendation"):
+        table.add_column(header)
+    for row, links in comparisons:
+        plan = row.plan or {}
+        arms = [f"{(plan.get(name) or {}).get('kind', '?')}: {(plan.get(name) or {}).get('value', '?')}"
+                for name in ("baseline", "speculative")]
+        result = row.result or {}
+        recommendation = result.get("recommendation") or {}
+        if not result:
+            advice = row.error or "-"
+        elif recommendation.get("disable_above") is None:
+            advice = "no threshold" + ("" if recommendation.get("confident", True) else " (uncertain)")
+        else:
+            advice = f"disable above {recommendation['disable_above']}" + (
+                "" if recommendation.get("confident", True) else " (uncertain)")
+        status_style = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(row.status, "")
+        run_ids = sorted({link.run_id for link in links})
+        shown = f"{run_ids[0]}–{run_ids[-1]} ({len(run_ids)})" if run_ids else "-"
+        table.add_row(f"c{row.id}", row.started_at.replace("+00:00", ""), Text(row.status, style=status_style),
+                      arms[0], arms[1], shown, advice)
     return table

@@ -56,4 +56,6 @@ def verdict_renderable(data: ReportData) -> Group:
     parts.append(Text(f"recommendation: {recommendation_sentence(data)}", style="bold cyan"))
     for setting in data.comparison.recommendation.settings:
         parts.append(Text(f"  {setting.server}: {setting.setting}"))
+        if setting.config_file and setting.config_text:
+            parts.append(Text(f"    {setting.config_file}: {setting.config_text}"))
     return Group(*parts)

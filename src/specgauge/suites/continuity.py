@@ -28,7 +28,7 @@ class SuiteDiff:
     new_ref: str
     old_hash: str
     new_hash: str
-    old_count: int
+    old_count: int | None          # None: the old side is a header that recorded no request count
     new_count: int
     changed_positions: tuple[int, ...] = ()
     added_positions: tuple[int, ...] = ()
@@ -47,7 +47,8 @@ class SuiteDiff:
         head = f"{self.old_ref} (hash {self.old_hash[:6]}…) → {self.new_ref} (hash {self.new_hash[:6]}…)"
         if self.same:
             return f"{head}: same requests"
-        parts = [f"{self.old_count} → {self.new_count} requests"]
+        parts = [f"{self.old_count} → {self.new_count} requests" if self.old_count is not None else
+                 f"now {self.new_count} requests (the old side recorded no request count)"]
         if self.added_content is not None:
             parts.append(f"{len(self.added_content)} added, {len(self.removed_content or ())} removed by content")
             parts.append(f"{len(self.changed_positions)} positions differ")
@@ -63,14 +64,15 @@ def suite_record(suite: Suite) -> dict[str, Any]:
             "num_requests": len(suite.requests), "request_hashes": suite.request_hashes()}
 
 
-def _old_side(old: Suite | dict[str, Any]) -> tuple[str, str, int, list[str] | None]:
+def _old_side(old: Suite | dict[str, Any]) -> tuple[str, str, int | None, list[str] | None]:
     if isinstance(old, Suite):
         return old.ref, old.content_hash, len(old.requests), old.request_hashes()
     if not isinstance(old, dict) or "content_hash" not in old:
         raise UserError("the recorded suite header has no content_hash: cannot check the suite did not change")
     ref = f"{old.get('name', '?')}@{old.get('version', '?')}"
     hashes = old.get("request_hashes")
-    count = len(hashes) if isinstance(hashes, list) else int(old.get("num_requests", 0))
+    recorded = old.get("num_requests")
+    count = len(hashes) if isinstance(hashes, list) else (int(recorded) if recorded is not None else None)
     return ref, str(old["content_hash"]), count, list(hashes) if isinstance(hashes, list) else None
 
 

@@ -1,0 +1,220 @@
+"""The threshold in each engine's own form, and validators that apply the engines' own rules.
+
+- vLLM: ``--speculative-config '<json>'`` with the arm's own method, draft model and depth, plus
+  ``num_speculative_tokens_per_batch_size``: entries ``[bs_lo, bs_hi, K]``, inclusive ranges,
+  the first starting at 1, sorted and non-overlapping, K ≥ 0 (0 = no drafting), K clamped to
+  ``num_speculative_tokens``, gaps and the tail past the last range inheriting the previous K
+  (vllm/v1/spec_decode/dynamic/utils.py ``validate_and_normalize_dynamic_sd_schedule`` and
+  ``build_dynamic_sd_schedule_lookup``; the field in vllm/config/speculative.py, where newer
+  versions call it ``speculative_token_schedule`` and keep ``num_speculative_tokens_per_batch_size``
+  as an accepted alias; ``num_speculative_tokens`` must be > 0 there).
+- SGLang: ``--speculative-adaptive --speculative-adaptive-config FILE``: FILE is a JSON object
+  whose integer-string keys are batch-size tiers (a batch uses the largest key ≤ its size, after
+  padding to a CUDA-graph batch size), each ``{"candidate_steps": [non-negative ints]}`` (0 = no
+  drafting), optional ``"strategy": "ema" | "throughput_aware"``; the flag takes a *path* (the
+  server ``open()``s it). Only EAGLE/EAGLE3 with ``--speculative-eagle-topk 1``
+  (python/sglang/srt/speculative/adaptive_spec_params.py ``_load_adaptive_config``,
+  ``resolve_adaptive_strategy``, ``adaptive_unsupported_reason``; adaptive_step_router.py
+  ``batch_size_key_for_batch``; the flags in python/sglang/srt/server_args.py).
+- The embedded engine: ``--speculative-disable-above N``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Sequence
+
+from specgauge.analysis.results import ServerSetting, SpeculationSetup
+
+DEFAULT_DEPTH = 3               # draft depth written when the arm's own is unknown (said in the note)
+DEFAULT_MAX_NUM_SEQS = 256      # vLLM's usual --max-num-seqs, the last range's end when the arm's is unknown
+SGLANG_CONFIG_FILE = "speculative_adaptive.json"
+SGLANG_ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
+
+# SGLang --speculative-algorithm → vLLM method, and back (the same kind of drafter).
+VLLM_METHOD_OF_SGLANG = {"EAGLE3": "eagle3", "EAGLE": "eagle", "NGRAM": "ngram", "STANDALONE": "draft_model"}
+SGLANG_ALGORITHM_OF_VLLM = {v: k for k, v in VLLM_METHOD_OF_SGLANG.items()}
+METHODS_WITHOUT_MODEL = ("ngram", "ngram_gpu", "suffix")
+
+
+# --- vLLM ------------------------------------------------------------------------------------------
+
+def validate_vllm_schedule(schedule: object, num_speculative_tokens: int) -> list[tuple[int, int, int]]:
+    """The 3-item ``num_speculative_tokens_per_batch_size`` schedule, checked by vLLM's rules
+    (vllm/v1/spec_decode/dynamic/utils.py); raises ``ValueError`` naming the broken rule."""
+    if not isinstance(num_speculative_tokens, int) or num_speculative_tokens <= 0:
+        raise ValueError("num_speculative_tokens must be > 0")
+    if not isinstance(schedule, list) or not schedule:
+        raise ValueError("the schedule must be a non-empty list of [bs_lo, bs_hi, K] entries")
+    parsed = []
+    for entry in schedule:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3 or not all(isinstance(v, int) for v in entry):
+            raise ValueError(f"entry {entry!r}: must be [bs_lo, bs_hi, K] (three integers)")
+        bs_lo, bs_hi, k = entry
+        if bs_lo <= 0 or bs_hi <= 0:
+            raise ValueError(f"entry {entry!r}: batch-size range must be positive")
+        if bs_lo > bs_hi:
+            raise ValueError(f"entry {entry!r}: batch-size range start must be <= end")
+        if k < 0:
+            raise ValueError(f"entry {entry!r}: K must be >= 0")
+        parsed.append((bs_lo, bs_hi, k))
+    previous_end = 0
+    for bs_lo, bs_hi, _ in sorted(parsed):
+        if bs_lo <= previous_end:
+            raise ValueError("batch-size ranges must not overlap")
+        previous_end = bs_hi
+    if min(p[0] for p in parsed) != 1:
+        raise ValueError("the first batch-size range must start at 1")
+    return sorted(parsed)
+
+
+def vllm_tokens_at(schedule: Sequence[Sequence[int]], num_speculative_tokens: int, batch_size: int) -> int:
+    """Draft tokens vLLM uses at ``batch_size``: the range's K (a gap or the tail inherits the
+    previous range's), clamped to ``num_speculative_tokens`` (utils.py ``build_dynamic_sd_schedule_lookup``)."""
+    k = None
+    for bs_lo, bs_hi, entry_k in validate_vllm_schedule([list(e) for e in schedule], num_speculative_tokens):
+        if bs_lo > batch_size:
+            break
+        k = entry_k
+    return min(num_speculative_tokens, k if k is not None else 0)
+
+
+def validate_vllm_config(config: object) -> dict:
+    """A ``--speculative-config`` object: a JSON object whose schedule passes vLLM's rules."""
+    if not isinstance(config, dict):
+        raise ValueError("--speculative-config must be a JSON object")
+    depth = config.get("num_speculative_tokens")
+    if not isinstance(depth, int) or depth <= 0:
+        raise ValueError("num_speculative_tokens must be an integer > 0")
+    schedule = config.get("num_speculative_tokens_per_batch_size")
+    if schedule is not None:
+        validate_vllm_schedule(schedule, depth)
+    return config
+
+
+def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | None = None) -> ServerSetting:
+    """``--speculative-config '<json>'`` that speculates while at most ``threshold`` requests run
+    (0: never), for the arm's own method; ``base_config`` is the arm's own config when known."""
+    said: list[str] = []
+    config = dict(base_config or {})
+    method = config.get("method") or (setup.method if setup.engine == "vllm" else
+                                      VLLM_METHOD_OF_SGLANG.get((setup.method or "").upper()))
+    if method:
+        config["method"] = method
+    else:
+        said.append("the speculative arm's method is unknown (a URL arm whose server does not say it): add your "
+                    "\"method\" (and \"model\") to this JSON")
+    if method not in METHODS_WITHOUT_MODEL and "model" not in config:
+        if setup.draft_model:
+            config["model"] = setup.draft_model
+        elif method:
+            said.append(f"the draft model is unknown: add \"model\": your {method} drafter")
+    depth = config.get("num_speculative_tokens") or setup.num_speculative_tokens
+    if not depth:
+        depth = DEFAULT_DEPTH
+        said.append(f"draft depth unknown: num_speculative_tokens {DEFAULT_DEPTH} (specgauge's default) — use yours")
+    config["num_speculative_tokens"] = int(depth)
+    top = setup.max_num_seqs
+    if top is None:
+        top = DEFAULT_MAX_NUM_SEQS
+        said.append(f"{DEFAULT_MAX_NUM_SEQS} stands for your --max-num-seqs (batch sizes past the last range "
+                    f"inherit its K anyway)")
+    if threshold == 0:
+        schedule = [[1, max(1, top), 0]]
+        meaning = "speculation never paid: 0 draft tokens at every batch size (or simply omit --speculative-config)"
+    else:
+        schedule = [[1, threshold, int(depth)], [threshold + 1, max(threshold + 1, top), 0]]
+        meaning = (f"{depth} draft tokens while at most {threshold} requests run, 0 (no drafting) above "
+                   f"(dynamic speculative decoding, vllm/v1/spec_decode/dynamic/utils.py)")
+    config["num_speculative_tokens_per_batch_size"] = schedule
+    validate_vllm_config(config)
+    text = json.dumps(config, separators=(", ", ": "))
+    setting = f"--speculative-config {shlex.quote(text)}"
+    return ServerSetting(server="vllm", setting=setting, note="; ".join([meaning, *said]))
+
+
+# --- SGLang ----------------------------------------------------------------------------------------
+
+def validate_sglang_adaptive_config(config: object) -> dict[int, list[int]]:
+    """An adaptive config checked by SGLang's rules (adaptive_spec_params.py); returns the tiers
+    ``{batch-size lower bound: candidate steps}``. Also requires a tier at 1, so every batch size
+    is covered by a tier written for it."""
+    if not isinstance(config, dict):
+        raise ValueError("speculative adaptive config must be a JSON object")
+    strategy = config.get("strategy", "ema")
+    if strategy not in ("ema", "throughput_aware"):
+        raise ValueError(f"'strategy' must be 'ema' or 'throughput_aware', got {strategy!r}")
+    tiers: dict[int, list[int]] = {}
+    for key, entry in config.items():
+        if not isinstance(key, str) or not key.isdigit():
+            continue
+        steps = entry.get("candidate_steps") if isinstance(entry, dict) else None
+        if not isinstance(steps, list) or not steps or not all(isinstance(s, int) and s >= 0 for s in steps):
+            raise ValueError(f"BS {key}: candidate_steps must be a list of non-negative ints, got {steps!r}")
+        tiers[int(key)] = sorted(set(steps))
+    if not tiers:
+        raise ValueError("the config must contain at least one integer-string batch-size key")
+    if min(tiers) != 1:
+        raise ValueError("the first batch-size tier must start at 1")
+    return dict(sorted(tiers.items()))
+
+
+def sglang_steps_at(config: dict, batch_size: int) -> list[int]:
+    """The candidate steps SGLang uses at ``batch_size`` (no CUDA-graph padding): the tier with the
+    largest key ≤ ``batch_size`` (adaptive_step_router.py ``batch_size_key_for_batch``)."""
+    tiers = validate_sglang_adaptive_config(config)
+    key = max((k for k in tiers if k <= batch_size), default=min(tiers))
+    return tiers[key]
+
+
+def sglang_setting(threshold: int, setup: SpeculationSetup) -> ServerSetting:
+    """SGLang's own load-aware speculation for ``threshold`` (0: switch speculation off)."""
+    algorithm = (setup.method or "").upper() if setup.engine in ("sglang", "specgauge") else \
+        SGLANG_ALGORITHM_OF_VLLM.get(setup.method or "", "")
+    if threshold == 0:
+        return ServerSetting(server="sglang", setting="omit --speculative-algorithm",
+                             note="speculation did not pay at any tested concurrency")
+    said = []
+    if algorithm and algorithm not in SGLANG_ADAPTIVE_ALGORITHMS:
+        return ServerSetting(
+            server="sglang", setting="(none: SGLang's adaptive speculation supports only EAGLE/EAGLE3)",
+            note=f"the speculative arm runs {algorithm}; SGLang switches drafting by batch size only for "
+                 f"EAGLE/EAGLE3 with --speculative-eagle-topk 1 (adaptive_spec_params.py "
+                 f"adaptive_unsupported_reason): keep speculation only where at most {threshold} requests run "
+                 f"by routing, or use EAGLE3")
+    if not algorithm:
+        said.append("the speculative arm's algorithm is unknown: this needs --speculative-algorithm EAGLE or EAGLE3")
+    if setup.eagle_topk not in (None, 1):
+        said.append(f"the arm uses --speculative-eagle-topk {setup.eagle_topk}: adaptive speculation needs 1")
+    steps = setup.num_speculative_tokens
+    if not steps:
+        steps = DEFAULT_DEPTH
+        said.append(f"draft steps unknown: {DEFAULT_DEPTH} (specgauge's default) — use your --speculative-num-steps")
+    config = {"strategy": "ema", "1": {"candidate_steps": [int(steps)]},
+              str(threshold + 1): {"candidate_steps": [0]}}
+    validate_sglang_adaptive_config(config)
+    note = (f"write {SGLANG_CONFIG_FILE} with the JSON below: {steps} draft steps for batches of 1-{threshold}, "
+            f"0 (no drafting) from {threshold + 1}; SGLang pads a batch to its CUDA-graph batch size before "
+            f"choosing the tier, so a batch just under {threshold + 1} may already stop drafting; EAGLE/EAGLE3 "
+            f"with --speculative-eagle-topk 1 only (adaptive_spec_params.py)")
+    return ServerSetting(server="sglang",
+                         setting=f"--speculative-adaptive --speculative-adaptive-config {SGLANG_CONFIG_FILE} "
+                                 f"--speculative-eagle-topk 1",
+                         note="; ".join([note, *said]), config_file=SGLANG_CONFIG_FILE,
+                         config_text=json.dumps(config))
+
+
+# --- all engines -----------------------------------------------------------------------------------
+
+def server_settings(threshold: int | None, setup: SpeculationSetup | None = None,
+                    vllm_base_config: dict | None = None) -> tuple[ServerSetting, ...]:
+    """How to apply ``threshold`` on SGLang, vLLM and the embedded engine (none for None)."""
+    if threshold is None:
+        return ()
+    setup = setup or SpeculationSetup()
+    engine = (ServerSetting(server="specgauge", setting="--speculative-algorithm NONE",
+                            note="speculation did not pay at any tested concurrency") if threshold == 0 else
+              ServerSetting(server="specgauge", setting=f"--speculative-disable-above {threshold}",
+                            note=f"the embedded engine speculates only while at most {threshold} requests run"))
+    return (sglang_setting(threshold, setup), vllm_setting(threshold, setup, vllm_base_config), engine)
