@@ -26,15 +26,17 @@ MEASUREMENT_LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),             # terminal, HTML, plots, exports
     ("load",),               # the load runner and the `bench` command
     ("compare",),            # two arms, A/B scheduling, baselines, the demo
+    ("tune",),               # the draft-depth schedule: measured per depth with compare's arms, chosen, verified
 )
 # The embedded engine and how its weights are made; no part of the measuring side imports them,
 # except compare (the demo starts `specgauge serve`; the fit check reads its tokenizer).
 ENGINE_LAYERS: tuple[tuple[str, ...], ...] = (("engine",), ("train",))
-BASE = frozenset({"specgauge", "errors"})  # the package root (`__version__`) and `errors.py`
+BASE = frozenset({"specgauge", "errors", "speculation_schedule"})  # the package root (`__version__`), `errors.py`,
+# and vLLM's draft-depth schedule rules (pure), which the engine and the measuring side both apply
 
 
 def _allowed() -> dict[str, frozenset[str]]:
-    allowed: dict[str, frozenset[str]] = {"specgauge": frozenset(), "errors": frozenset()}
+    allowed: dict[str, frozenset[str]] = {"specgauge": frozenset(), "errors": frozenset(), "speculation_schedule": frozenset()}
     for layers in (MEASUREMENT_LAYERS, ENGINE_LAYERS):
         below: set[str] = set(BASE)
         for layer in layers:

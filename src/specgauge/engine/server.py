@@ -473,7 +473,8 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
         return {"speculative_num_steps": spec.num_steps, "speculative_eagle_topk": spec.eagle_topk,
                 "speculative_num_draft_tokens": spec.draft_tokens,
                 "speculative_draft_model_path": str(spec.draft_dir) if spec.algorithm == "EAGLE3" else None,
-                "speculative_disable_above": spec.disable_above, "speculative_adaptive": spec.adaptive}
+                "speculative_disable_above": spec.disable_above, "speculative_adaptive": spec.adaptive,
+                "speculative_schedule": [list(e) for e in spec.schedule] if spec.schedule else None}
 
     @app.get("/get_server_info")
     async def get_server_info():
