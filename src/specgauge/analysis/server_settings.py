@@ -77,9 +77,9 @@ def validate_vllm_config(config: object) -> dict:
     return config
 
 
-def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | None = None) -> ServerSetting:
-    """``--speculative-config '<json>'`` that speculates while at most ``threshold`` requests run
-    (0: never), for the arm's own method; ``base_config`` is the arm's own config when known."""
+def vllm_base_config(setup: SpeculationSetup, base_config: dict | None = None) -> tuple[dict, list[str]]:
+    """The arm's own ``--speculative-config`` (method, draft model, depth) as far as it is known,
+    and what had to be assumed (one sentence each)."""
     said: list[str] = []
     config = dict(base_config or {})
     method = config.get("method") or (setup.method if setup.engine == "vllm" else
@@ -99,6 +99,14 @@ def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | No
         depth = DEFAULT_DEPTH
         said.append(f"draft depth unknown: num_speculative_tokens {DEFAULT_DEPTH} (specgauge's default) — use yours")
     config["num_speculative_tokens"] = int(depth)
+    return config, said
+
+
+def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | None = None) -> ServerSetting:
+    """``--speculative-config '<json>'`` that speculates while at most ``threshold`` requests run
+    (0: never), for the arm's own method; ``base_config`` is the arm's own config when known."""
+    config, said = vllm_base_config(setup, base_config)
+    depth = config["num_speculative_tokens"]
     top = setup.max_num_seqs
     if top is None:
         top = DEFAULT_MAX_NUM_SEQS
