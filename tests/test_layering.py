@@ -29,7 +29,8 @@ MEASUREMENT_LAYERS: tuple[tuple[str, ...], ...] = (
     ("tune",),               # the draft-depth schedule: measured per depth with compare's arms, chosen, verified
 )
 # The embedded engine and how its weights are made; no part of the measuring side imports them,
-# except compare (the demo starts `specgauge serve`; the fit check reads its tokenizer).
+# except compare (the demo starts `specgauge serve`; the fit check reads its tokenizer) and tune
+# (it starts `specgauge serve` per depth).
 ENGINE_LAYERS: tuple[tuple[str, ...], ...] = (("engine",), ("train",))
 BASE = frozenset({"specgauge", "errors", "speculation_schedule"})  # the package root (`__version__`), `errors.py`,
 # and vLLM's draft-depth schedule rules (pure), which the engine and the measuring side both apply
@@ -44,6 +45,7 @@ def _allowed() -> dict[str, frozenset[str]]:
                 allowed[part] = frozenset(below)
             below |= set(layer)
     allowed["compare"] |= {"engine"}
+    allowed["tune"] |= {"engine"}  # tune starts `specgauge serve` per depth (engine.launch)
     allowed["testing"] = BASE  # test servers (scripted, lean) speak the wire formats by themselves
     everything = frozenset(allowed) | {"cli"}
     allowed["cli"] = everything  # the one thin entry: every command delegates to its part
