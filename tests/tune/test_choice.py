@@ -113,3 +113,18 @@ def test_an_incomplete_grid_is_refused():
                choose_cell(cell(1, {0: 100, 2: 150}, (101, 400)))]
     with pytest.raises(ValueError, match="incomplete"):
         build_schedule(choices)
+
+
+def test_verify_compares_the_schedule_with_the_better_fixed_arm_per_level():
+    from specgauge.tune.run import PointMeasure, verify_levels
+
+    figures = {  # (arm, level) → per-round tok/s: k=3 wins at 1, no speculation at 16
+        ("schedule", 1): [170, 160], ("k=3", 1): [180, 170], ("k=0", 1): [100, 95],
+        ("schedule", 16): [400, 390], ("k=3", 16): [300, 290], ("k=0", 16): [400, 400],
+    }
+    points = [PointMeasure(arm, level, r, value, None, 1.0, 0)
+              for (arm, level), values in figures.items() for r, value in enumerate(values)]
+    levels = verify_levels(points, ["k=0", "k=3"], (1, 16), 2)
+    assert [(v.concurrency, v.best_other) for v in levels] == [(1, "k=3"), (16, "k=0")]
+    assert levels[0].ratio.ratio == pytest.approx(((170 / 180) * (160 / 170)) ** 0.5)
+    assert levels[1].ratio.lo <= levels[1].ratio.ratio <= levels[1].ratio.hi

@@ -20,14 +20,15 @@ def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
     the settings, the measurement time and the verification."""
     lines = []
     depths = sorted({d.depth for c in result.choices for d in c.depths})
-    header = f"{'concurrency':>11}  " + "  ".join(f"{'k=' + str(d):>22}" for d in depths) + "  choice"
-    lines += ["throughput per depth, ratio to the cell's best with its 95% interval (* chosen):", header]
+    header = f"{'concurrency':>11}  " + "  ".join(f"{'k=' + str(d):>28}" for d in depths) + "  choice"
+    lines += ["per depth: tok/s, ratio to the cell's best [95% interval], median TPOT (* chosen):", header]
     for choice in result.choices:
         cells = []
         for depth in depths:
             found = next((d for d in choice.depths if d.depth == depth), None)
-            text = "-" if found is None else f"{found.throughput:.0f} {_ratio(found.to_best)}"
-            cells.append(f"{text + (' *' if depth == choice.chosen else ''):>22}")
+            text = "-" if found is None else f"{found.throughput:.0f} {_ratio(found.to_best)}" + \
+                (f" {found.tpot_ms:.0f}ms" if found.tpot_ms else "")
+            cells.append(f"{text + (' *' if depth == choice.chosen else ''):>28}")
         lines.append(f"{choice.cell.concurrency:>11}  " + "  ".join(cells)
                      + f"  k={choice.chosen} ({choice.rounds} rounds; {choice.why}"
                      + ("; UNCERTAIN" if choice.uncertain else "") + ")")
@@ -63,7 +64,4 @@ def result_document(result: TuneResult, settings: tuple[ServerSetting, ...]) -> 
     document["worst_verify_ratio"] = dataclasses.asdict(result.worst_verify_ratio) if result.worst_verify_ratio else None
     document["settings"] = [s.model_dump(mode="json") for s in settings]
     document["rounds_by_cell"] = {str(k): v for k, v in result.rounds_by_cell.items()}
-    for choice in document["choices"]:
-        for depth in choice["depths"]:
-            depth["to_best"] = depth["to_best"]
     return document

@@ -172,22 +172,24 @@ async def _measure(plan: TunePlan, store: Store, arms: list[TuneArm], say: Calla
 async def run_tune(plan: TunePlan, store: Store, say: Callable[[str], None] = lambda _: None) -> TuneResult:
     """Measure, choose, build the schedule and (``plan.verify``) verify it."""
     arms = list(plan.arms)
-    if all_up_at_once(arms):
-        with arms_up(arms, start_timeout_s=plan.start_timeout_s, announce=say) as urls:
-            points, choices = await _measure(plan, store, arms, say, urls)
-    else:
+    if not all_up_at_once(arms):
         points, choices = await _measure(plan, store, arms, say, None)
+        return await _verify(plan, store, _result(plan, arms, points, choices), arms, say, None)
+    with arms_up(arms, start_timeout_s=plan.start_timeout_s, announce=say) as urls:
+        points, choices = await _measure(plan, store, arms, say, urls)
+        # --verify reuses the depth arms still up (no speculation, the best fixed depth)
+        return await _verify(plan, store, _result(plan, arms, points, choices), arms, say, urls)
+
+
+def _result(plan: TunePlan, arms: list[TuneArm], points: list[PointMeasure], choices: list[CellChoice]) -> TuneResult:
     schedule = build_schedule(choices, plan.max_batch_size)
     measured = sum(p.seconds for p in points)
     per_point = {level: [p.seconds for p in points if p.concurrency == level] for level in plan.concurrency}
     full = sum(statistics.fmean(times) * len(arms) * plan.max_rounds for times in per_point.values() if times)
     rounds_by_cell = {level: len({p.round for p in points if p.concurrency == level}) for level in plan.concurrency}
-    notes: list[str] = [f"still uncertain after {plan.max_rounds} rounds at concurrency {c.cell.concurrency}: "
-                        f"{c.why}" for c in choices if c.uncertain]
-    result = TuneResult(tuple(choices), schedule, tuple(points), measured, full, rounds_by_cell, notes=tuple(notes))
-    if not plan.verify:
-        return result
-    return await _verify(plan, store, result, arms, say)
+    notes = [f"still uncertain after {plan.max_rounds} rounds at concurrency {c.cell.concurrency}: {c.why}"
+             for c in choices if c.uncertain]
+    return TuneResult(tuple(choices), schedule, tuple(points), measured, full, rounds_by_cell, notes=tuple(notes))
 
 
 def best_fixed_depth(choices: tuple[CellChoice, ...]) -> int | None:
@@ -202,8 +204,11 @@ def best_fixed_depth(choices: tuple[CellChoice, ...]) -> int | None:
 
 
 async def _verify(plan: TunePlan, store: Store, result: TuneResult, arms: list[TuneArm],
-                  say: Callable[[str], None]) -> TuneResult:
-    """The schedule beside the best fixed depth and no speculation, every level, ``verify_rounds`` rounds."""
+                  say: Callable[[str], None], urls: dict[str, str] | None) -> TuneResult:
+    """The schedule beside the best fixed depth and no speculation, every level, ``verify_rounds``
+    rounds (the depth arms in ``urls`` reused when they are still up)."""
+    if not plan.verify:
+        return result
     notes = list(result.notes)
     if any(arm.kind != "engine" for arm in arms):
         notes.append("--verify runs the schedule on the embedded engine only: the arms are not embedded engines")
@@ -218,18 +223,28 @@ async def _verify(plan: TunePlan, store: Store, result: TuneResult, arms: list[T
     verify_arms = [schedule_arm, *others]
     say(f"verify: the schedule beside {', '.join(a.label for a in others)}, {plan.verify_rounds} rounds")
     points: list[PointMeasure] = []
-    with arms_up(verify_arms, start_timeout_s=plan.start_timeout_s, announce=say) as urls:
+    started = [schedule_arm] + ([] if urls is not None else others)
+    with arms_up(started, start_timeout_s=plan.start_timeout_s, announce=say) as more:
+        up = {**(urls or {}), **more}
         for round_number in range(plan.verify_rounds):
-            points += await _round(plan, store, verify_arms, list(plan.concurrency), round_number, urls, say)
-    levels = []
-    for level in plan.concurrency:
+            points += await _round(plan, store, verify_arms, list(plan.concurrency), round_number, up, say)
+    levels = verify_levels(points, [a.label for a in others], plan.concurrency, plan.verify_rounds)
+    return dataclasses.replace(result, verify=levels, best_fixed=depth_label(best) if best is not None else None,
+                               verify_points=tuple(points), notes=tuple(notes))
+
+
+def verify_levels(points: list[PointMeasure], others: list[str], levels: tuple[int, ...],
+                  rounds: int) -> tuple[VerifyLevel, ...]:
+    """Per level: each arm's throughput, the better of ``others`` there, and the schedule's paired
+    ratio to it."""
+    result = []
+    for level in levels:
         here = {(p.arm, p.round): p.throughput for p in points if p.concurrency == level}
-        series = {a.label: [here.get((a.label, r)) for r in range(plan.verify_rounds)] for a in verify_arms}
+        series = {label: [here.get((label, r)) for r in range(rounds)] for label in [SCHEDULE_ARM, *others]}
         means = {label: _gmean(values) for label, values in series.items()}
-        best_other = max((a.label for a in others), key=lambda label: means[label])
-        levels.append(VerifyLevel(level, means, best_other, paired_ratio(series[SCHEDULE_ARM], series[best_other])))
-    return dataclasses.replace(result, verify=tuple(levels), best_fixed=depth_label(best) if best is not None else None,
-                    verify_points=tuple(points), notes=tuple(notes))
+        best_other = max(others, key=lambda label: means[label])
+        result.append(VerifyLevel(level, means, best_other, paired_ratio(series[SCHEDULE_ARM], series[best_other])))
+    return tuple(result)
 
 
 def _gmean(values) -> float:
