@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from specgauge.errors import UserError
 from specgauge.load.bench import close_run, open_run, run_point_at
 from specgauge.load.bench_config import BenchConfig
 from specgauge.store import Store
@@ -165,7 +166,10 @@ async def _measure(plan: TunePlan, store: Store, arms: list[TuneArm], say: Calla
             say(f"round {round_number + 1}/{plan.min_rounds}: depths {', '.join(a.label for a in arms)} at "
                 f"concurrency {', '.join(map(str, levels))}")
         points += await _round(plan, store, arms, levels, round_number, urls, say)
-        choices = [choose_cell(measurements(points, arms, level)) for level in plan.concurrency]
+        try:
+            choices = [choose_cell(measurements(points, arms, level)) for level in plan.concurrency]
+        except ValueError as exc:  # every arm's points failed at a level: nothing to choose from
+            raise UserError(f"tune: {exc} (every request failed there; see the runs in the results DB)") from None
     return points, choices
 
 
