@@ -77,6 +77,13 @@ def test_a_measured_context_axis_gives_the_rectangular_5_item_form():
     normalized = normalize_schedule(schedule.as_json_list())  # vLLM's rules: rectangular, contiguous, from 1
     assert draft_tokens_at(normalized, 2, 8, 1500) == 2 and draft_tokens_at(normalized, 2, 8, 200) == 0
     assert draft_tokens_at(normalized, 2, 8, 10**6) == 2  # the last context range reaches any length
+    sglang, vllm, _ = schedule_settings(schedule, SpeculationSetup(engine="vllm", method="ngram"))
+    entries = json.loads(shlex.split(vllm.setting)[1])["num_speculative_tokens_per_batch_size"]
+    assert all(len(entry) == 5 for entry in entries)
+    assert vllm_tokens_at(entries, 2, 8, context_length=1500) == 2
+    # SGLang has no context axis: a tier takes the smallest depth over the bands
+    assert [sglang_steps_at(json.loads(sglang.config_text), bs) for bs in (1, 8, 64)] == [[2], [0], [0]]
+    assert "no context-length axis" in sglang.note
 
 
 def test_emitted_settings_pass_the_engines_rules():
