@@ -30,7 +30,7 @@ def vllm_schedule_setting(schedule: TunedSchedule, setup: SpeculationSetup,
     """vLLM's complete ``--speculative-config`` carrying ``schedule``."""
     if schedule.max_depth == 0:
         return ServerSetting(server="vllm", setting="omit --speculative-config",
-                             note="no depth beat plain decoding at any measured level")
+                             note="no depth beat plain decoding beyond the noise at any measured level")
     config, said = vllm_base_config(setup, base_config)
     said = [s for s in said if not s.startswith("draft depth unknown")]  # the schedule sets the depth
     config["num_speculative_tokens"] = schedule.max_depth
@@ -64,7 +64,7 @@ def sglang_schedule_setting(schedule: TunedSchedule, setup: SpeculationSetup) ->
     """SGLang's ``--speculative-adaptive-config`` file for ``schedule``."""
     if schedule.max_depth == 0:
         return ServerSetting(server="sglang", setting="omit --speculative-algorithm",
-                             note="no depth beat plain decoding at any measured level")
+                             note="no depth beat plain decoding beyond the noise at any measured level")
     algorithm = (setup.method or "").upper() if setup.engine in ("sglang", "specgauge") else \
         SGLANG_ALGORITHM_OF_VLLM.get(setup.method or "", "")
     said = []
@@ -88,7 +88,7 @@ def engine_schedule_setting(schedule: TunedSchedule, algorithm: str = "EAGLE3") 
     """``specgauge serve``'s flags for ``schedule``."""
     if schedule.max_depth == 0:
         return ServerSetting(server="specgauge", setting="--speculative-algorithm NONE",
-                             note="no depth beat plain decoding at any measured level")
+                             note="no depth beat plain decoding beyond the noise at any measured level")
     text = json.dumps(schedule.as_json_list(), separators=(",", ":"))
     return ServerSetting(server="specgauge",
                          setting=f"--speculative-algorithm {algorithm} --speculative-num-steps {schedule.max_depth} "
