@@ -16,12 +16,13 @@ def run_cli(*args, timeout=600):
 
 
 def test_tune_on_url_arms_chooses_the_fastest_depth_and_emits_the_settings(tmp_path):
-    # the same 12 tokens per request: depth 2 sends them in 4 chunks (3x fewer waits), depth 4 in 4 slow chunks
-    with ScriptedServer(Script(chunk_delay_s=0.004, num_chunks=12)) as plain, \
-            ScriptedServer(Script(chunk_delay_s=0.004, num_chunks=4, tokens_per_chunk=3)) as fast, \
-            ScriptedServer(Script(chunk_delay_s=0.02, num_chunks=4, tokens_per_chunk=3)) as slow:
+    # the same 12 tokens per request: depth 2 sends them in 4 chunks (3x fewer waits), depth 4 in 4 slow
+    # chunks; waits long enough that a busy machine's scheduling jitter is small beside them
+    with ScriptedServer(Script(chunk_delay_s=0.02, num_chunks=12)) as plain, \
+            ScriptedServer(Script(chunk_delay_s=0.02, num_chunks=4, tokens_per_chunk=3)) as fast, \
+            ScriptedServer(Script(chunk_delay_s=0.1, num_chunks=4, tokens_per_chunk=3)) as slow:
         done = run_cli("tune", "--url", f"0={plain.url}", "--url", f"2={fast.url}", "--url", f"4={slow.url}",
-                       "--concurrency", "1,2", "--suite", "smoke", "--min-requests", "4", "--max-rounds", "3",
+                       "--concurrency", "1,2", "--suite", "smoke", "--min-requests", "4", "--max-rounds", "4",
                        "--db", str(tmp_path / "t.db"), "--output-json", str(tmp_path / "tune.json"))
     assert done.returncode == 0, done.stderr
     document = json.loads((tmp_path / "tune.json").read_text())
