@@ -122,3 +122,11 @@ def draft_tokens_at(schedule: list[Entry], num_speculative_tokens: int, batch_si
 def has_context_axis(schedule: list[Entry]) -> bool:
     """Whether the schedule has more than one context range (needs the 5-item form)."""
     return len({(lo, hi) for _, _, lo, hi, _ in schedule}) > 1
+
+
+def compact_form(schedule: list[Entry]) -> list[list[int]]:
+    """A normalised schedule as JSON entries: 3-item when it has one context range (1..∞),
+    5-item otherwise (what ``/server_info`` shows)."""
+    if has_context_axis(schedule):
+        return [list(entry) for entry in schedule]
+    return [[bs_lo, bs_hi, k] for bs_lo, bs_hi, _, _, k in schedule]

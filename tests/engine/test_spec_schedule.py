@@ -78,4 +78,4 @@ def test_schedule_is_lossless_and_switches_depth_by_batch_size(tiny_model_dir):
     assert {k for batch, k, _ in steps if batch >= 9} == {0}
     assert any(k == 3 for batch, k, _ in steps if batch <= 3)
     assert any(k == 1 for batch, k, _ in steps if 4 <= batch <= 8)
-    assert snapshot["speculative_schedule"] == [list(e) for e in schedule]
+    assert snapshot["speculative_schedule"] == [[1, 3, 3], [4, 8, 1], [9, 64, 0]]

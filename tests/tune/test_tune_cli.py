@@ -72,3 +72,19 @@ def test_tune_on_the_embedded_engine_emits_a_schedule_and_verifies_it(tiny_model
         assert "worst ratio of the schedule to the per-level best" in done.stdout
     else:
         assert "nothing to verify" in done.stdout
+
+
+def test_the_verify_arm_serves_the_emitted_schedule(tiny_model_dir):
+    # the schedule arm --verify starts: the embedded engine with the emitted --speculative-schedule
+    import urllib.request
+
+    from specgauge.tune.arms import arms_up, engine_schedule_arm
+    from specgauge.tune.choice import TunedSchedule
+
+    schedule = TunedSchedule(((1, 4, 3), (5, 256, 0)), context_axis=False)
+    arm = engine_schedule_arm(schedule, f"--model {tiny_model_dir} --threads 1", "NGRAM")
+    with arms_up([arm], start_timeout_s=300) as urls:
+        with urllib.request.urlopen(urls["schedule"] + "/server_info", timeout=30) as response:
+            info = json.loads(response.read())
+    assert info["speculative_schedule"] == [[1, 4, 3], [5, 256, 0]]
+    assert info["speculative_num_steps"] == 3 and info["speculative_algorithm"] == "NGRAM"

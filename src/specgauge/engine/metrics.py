@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 
+from specgauge.speculation_schedule import compact_form
+
 disable_created_metrics()  # no *_created samples: scrapers diff the counters themselves
 
 STEP_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.5)
@@ -107,7 +109,7 @@ class EngineMetrics:
             "speculative_num_draft_tokens": controller.current_k,
             "speculative_adaptive": controller.adaptive,
             "speculative_disable_above": controller.disable_above,
-            "speculative_schedule": [list(e) for e in controller.schedule] if controller.schedule else None,
+            "speculative_schedule": compact_form(list(controller.schedule)) if controller.schedule else None,
             "spec_steps_by_batch_and_k": [[b, k, n] for (b, k), n in sorted(self.spec_steps_by_batch_and_k.items())],
             "spec_num_verifies": self.spec_verifies,
             "last_draft_time_s": self.last_draft_time,

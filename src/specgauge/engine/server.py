@@ -467,6 +467,8 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
                 **speculative_settings(), "internal_states": [engine.snapshot()]}
 
     def speculative_settings() -> dict:
+        from specgauge.speculation_schedule import compact_form
+
         spec = engine.config.speculative
         if not spec.enabled:
             return {}
@@ -474,7 +476,7 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
                 "speculative_num_draft_tokens": spec.draft_tokens,
                 "speculative_draft_model_path": str(spec.draft_dir) if spec.algorithm == "EAGLE3" else None,
                 "speculative_disable_above": spec.disable_above, "speculative_adaptive": spec.adaptive,
-                "speculative_schedule": [list(e) for e in spec.schedule] if spec.schedule else None}
+                "speculative_schedule": compact_form(list(spec.schedule)) if spec.schedule else None}
 
     @app.get("/get_server_info")
     async def get_server_info():
