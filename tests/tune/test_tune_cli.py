@@ -35,7 +35,7 @@ def test_tune_on_url_arms_chooses_the_fastest_depth_and_emits_the_settings(tmp_p
     assert json.loads(settings["sglang"]["config_text"])["1"] == {"candidate_steps": [2]}
     assert document["measure_seconds"] <= document["full_grid_seconds"] + 1e-9
     assert document["verify"] == []  # URL arms: --verify is off by default (it launches the engine)
-    assert "schedule: [[1, 256, 2]]" in done.stdout
+    assert "schedule: [[1, 256, 2]]" in done.stdout and "every point is a bench run" in done.stdout
 
 
 @pytest.mark.parametrize("args, message", [

@@ -131,10 +131,10 @@ def tune_command(**options) -> None:
     say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
     with Store.open(options["db"]) as store:
         result = run_async(run_tune(plan, store, say))
-    _emit(result, arms, algorithm, output_json)
+    _emit(result, arms, algorithm, output_json, options["db"])
 
 
-def _emit(result, arms, algorithm: str, output_json: str | None) -> None:
+def _emit(result, arms, algorithm: str, output_json: str | None, db: str) -> None:
     import json
 
     from specgauge.analysis.results import SpeculationSetup
@@ -145,6 +145,10 @@ def _emit(result, arms, algorithm: str, output_json: str | None) -> None:
     setup = SpeculationSetup(engine="specgauge", method=algorithm) if kind == "engine" else SpeculationSetup()
     settings = schedule_settings(result.schedule, setup)
     text = render_text(result, settings)
+    run_ids = sorted(p.run_id for p in (*result.points, *result.verify_points))
+    if run_ids:
+        text += (f"\nevery point is a bench run in {db}: runs {run_ids[0]}-{run_ids[-1]} "
+                 f"(specgauge show RUN_ID --db {db})")
     click.echo(text, err=output_json == "-")
     if output_json:
         document = json.dumps(result_document(result, settings), indent=2) + "\n"
