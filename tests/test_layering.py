@@ -26,16 +26,20 @@ MEASUREMENT_LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),             # terminal, HTML, plots, exports
     ("load",),               # the load runner and the `bench` command
     ("compare",),            # two arms, A/B scheduling, baselines, the demo
+    ("tune",),               # the draft-depth schedule: measured per depth with compare's arms, chosen, verified
 )
 # The embedded engine and how its weights are made; no part of the measuring side imports them,
-# except compare (the demo starts `specgauge serve`; the fit check reads its tokenizer).
+# except compare (the demo starts `specgauge serve`; the fit check reads its tokenizer) and tune
+# (it starts `specgauge serve` per depth).
 ENGINE_LAYERS: tuple[tuple[str, ...], ...] = (("engine",), ("train",))
-BASE = frozenset({"specgauge", "errors", "output_paths"})  # the package root (`__version__`), `errors.py`,
-# and `output_paths.py` (output files and names checked before a command runs)
+BASE = frozenset({"specgauge", "errors", "output_paths", "speculation_schedule"})  # the package root
+# (`__version__`), `errors.py`, `output_paths.py` (output files and names checked before a command runs)
+# and vLLM's draft-depth schedule rules (pure), which the engine and the measuring side both apply
 
 
 def _allowed() -> dict[str, frozenset[str]]:
-    allowed: dict[str, frozenset[str]] = {"specgauge": frozenset(), "errors": frozenset(), "output_paths": frozenset({"errors"})}
+    allowed: dict[str, frozenset[str]] = {"specgauge": frozenset(), "errors": frozenset(),
+                                          "output_paths": frozenset({"errors"}), "speculation_schedule": frozenset()}
     for layers in (MEASUREMENT_LAYERS, ENGINE_LAYERS):
         below: set[str] = set(BASE)
         for layer in layers:
@@ -43,6 +47,7 @@ def _allowed() -> dict[str, frozenset[str]]:
                 allowed[part] = frozenset(below)
             below |= set(layer)
     allowed["compare"] |= {"engine"}
+    allowed["tune"] |= {"engine"}  # tune starts `specgauge serve` per depth (engine.launch)
     allowed["testing"] = BASE  # test servers (scripted, lean) speak the wire formats by themselves
     allowed["vllm_setup"] = BASE  # `make vllm`: lays out vLLM-servable copies of the shipped weights
     everything = frozenset(allowed) | {"cli"}

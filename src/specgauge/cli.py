@@ -24,8 +24,10 @@ def _register_parts() -> None:
     from specgauge.report import commands as report_commands
     from specgauge.suites import commands as suite_commands
     from specgauge.train import commands as train_commands
+    from specgauge.tune import commands as tune_commands
 
-    for part in (load_commands, engine_commands, train_commands, suite_commands, report_commands, compare_commands):
+    for part in (load_commands, engine_commands, train_commands, suite_commands, report_commands, compare_commands,
+                 tune_commands):
         part.register(app)
 
 

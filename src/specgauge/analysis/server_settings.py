@@ -26,6 +26,7 @@ import shlex
 from typing import Sequence
 
 from specgauge.analysis.results import ServerSetting, SpeculationSetup
+from specgauge.speculation_schedule import draft_tokens_at, normalize_schedule
 
 DEFAULT_DEPTH = 3               # draft depth written when the arm's own is unknown (said in the note)
 DEFAULT_MAX_NUM_SEQS = 256      # vLLM's usual --max-num-seqs, the last range's end when the arm's is unknown
@@ -40,44 +41,27 @@ METHODS_WITHOUT_MODEL = ("ngram", "ngram_gpu", "suffix")
 
 # --- vLLM ------------------------------------------------------------------------------------------
 
-def validate_vllm_schedule(schedule: object, num_speculative_tokens: int) -> list[tuple[int, int, int]]:
-    """The 3-item ``num_speculative_tokens_per_batch_size`` schedule, checked by vLLM's rules
-    (vllm/v1/spec_decode/dynamic/utils.py); raises ``ValueError`` naming the broken rule."""
+def validate_vllm_schedule(schedule: object, num_speculative_tokens: int) -> list[tuple[int, ...]]:
+    """A ``num_speculative_tokens_per_batch_size`` schedule checked by vLLM's rules
+    (vllm/v1/spec_decode/dynamic/utils.py, applied by ``specgauge.speculation_schedule``); raises
+    ``ValueError`` naming the broken rule. Returns the entries sorted: ``(bs_lo, bs_hi, K)`` for
+    the 3-item form, ``(bs_lo, bs_hi, ctx_lo, ctx_hi, K)`` (last context range to infinity) for the 5-item one."""
     if not isinstance(num_speculative_tokens, int) or num_speculative_tokens <= 0:
         raise ValueError("num_speculative_tokens must be > 0")
-    if not isinstance(schedule, list) or not schedule:
-        raise ValueError("the schedule must be a non-empty list of [bs_lo, bs_hi, K] entries")
-    parsed = []
-    for entry in schedule:
-        if not isinstance(entry, (list, tuple)) or len(entry) != 3 or not all(isinstance(v, int) for v in entry):
-            raise ValueError(f"entry {entry!r}: must be [bs_lo, bs_hi, K] (three integers)")
-        bs_lo, bs_hi, k = entry
-        if bs_lo <= 0 or bs_hi <= 0:
-            raise ValueError(f"entry {entry!r}: batch-size range must be positive")
-        if bs_lo > bs_hi:
-            raise ValueError(f"entry {entry!r}: batch-size range start must be <= end")
-        if k < 0:
-            raise ValueError(f"entry {entry!r}: K must be >= 0")
-        parsed.append((bs_lo, bs_hi, k))
-    previous_end = 0
-    for bs_lo, bs_hi, _ in sorted(parsed):
-        if bs_lo <= previous_end:
-            raise ValueError("batch-size ranges must not overlap")
-        previous_end = bs_hi
-    if min(p[0] for p in parsed) != 1:
-        raise ValueError("the first batch-size range must start at 1")
-    return sorted(parsed)
+    normalized = normalize_schedule(schedule)
+    if all(len(entry) == 3 for entry in schedule):
+        return [(bs_lo, bs_hi, k) for bs_lo, bs_hi, _, _, k in normalized]
+    return normalized
 
 
-def vllm_tokens_at(schedule: Sequence[Sequence[int]], num_speculative_tokens: int, batch_size: int) -> int:
-    """Draft tokens vLLM uses at ``batch_size``: the range's K (a gap or the tail inherits the
-    previous range's), clamped to ``num_speculative_tokens`` (utils.py ``build_dynamic_sd_schedule_lookup``)."""
-    k = None
-    for bs_lo, bs_hi, entry_k in validate_vllm_schedule([list(e) for e in schedule], num_speculative_tokens):
-        if bs_lo > batch_size:
-            break
-        k = entry_k
-    return min(num_speculative_tokens, k if k is not None else 0)
+def vllm_tokens_at(schedule: Sequence[Sequence[int]], num_speculative_tokens: int, batch_size: int,
+                   context_length: int = 1) -> int:
+    """Draft tokens vLLM uses at ``batch_size`` (and ``context_length``): the range's K (a gap or
+    the tail inherits the previous range's), clamped to ``num_speculative_tokens`` (utils.py
+    ``build_dynamic_sd_schedule_lookup``)."""
+    validate_vllm_schedule([list(e) for e in schedule], num_speculative_tokens)
+    return draft_tokens_at(normalize_schedule([list(e) for e in schedule]), num_speculative_tokens,
+                           batch_size, context_length)
 
 
 def validate_vllm_config(config: object) -> dict:
@@ -93,9 +77,9 @@ def validate_vllm_config(config: object) -> dict:
     return config
 
 
-def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | None = None) -> ServerSetting:
-    """``--speculative-config '<json>'`` that speculates while at most ``threshold`` requests run
-    (0: never), for the arm's own method; ``base_config`` is the arm's own config when known."""
+def vllm_base_config(setup: SpeculationSetup, base_config: dict | None = None) -> tuple[dict, list[str]]:
+    """The arm's own ``--speculative-config`` (method, draft model, depth) as far as it is known,
+    and what had to be assumed (one sentence each)."""
     said: list[str] = []
     config = dict(base_config or {})
     method = config.get("method") or (setup.method if setup.engine == "vllm" else
@@ -115,6 +99,14 @@ def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | No
         depth = DEFAULT_DEPTH
         said.append(f"draft depth unknown: num_speculative_tokens {DEFAULT_DEPTH} (specgauge's default) — use yours")
     config["num_speculative_tokens"] = int(depth)
+    return config, said
+
+
+def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | None = None) -> ServerSetting:
+    """``--speculative-config '<json>'`` that speculates while at most ``threshold`` requests run
+    (0: never), for the arm's own method; ``base_config`` is the arm's own config when known."""
+    config, said = vllm_base_config(setup, base_config)
+    depth = config["num_speculative_tokens"]
     top = setup.max_num_seqs
     if top is None:
         top = DEFAULT_MAX_NUM_SEQS

@@ -22,6 +22,18 @@ def _positive(ctx, param, value):
     return value
 
 
+def _schedule(ctx, param, value):
+    """vLLM's schedule rules (``specgauge.speculation_schedule``), one line on a bad one."""
+    if value is None:
+        return None
+    from specgauge.speculation_schedule import parse_schedule
+
+    try:
+        return tuple(parse_schedule(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
 @click.command("serve")
 @click.option("--model", "model_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR,
               show_default="the shipped target model", help="Model directory in Hugging Face layout.")
@@ -79,6 +91,11 @@ def _positive(ctx, param, value):
               help="EAGLE-3 chain: stop drafting after a token whose draft probability is below this (0 = off).")
 @click.option("--speculative-adaptive", is_flag=True,
               help="Choose the number of draft tokens (0 = off) each step from measured step times and acceptance.")
+@click.option("--speculative-schedule", "speculative_schedule", default=None, callback=_schedule,
+              metavar="JSON",
+              help="Draft tokens by batch size (and context length), vLLM's num_speculative_tokens_per_batch_size "
+                   "form: a JSON list of [bs_lo, bs_hi, K] or [bs_lo, bs_hi, ctx_lo, ctx_hi, K]; K 0 = no drafting, "
+                   "clamped to the draft depth; a gap inherits the previous entry's K.")
 def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight_packing: str, served_model_name: str,
           max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
           max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
@@ -87,7 +104,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
           speculative_algorithm: str, speculative_draft_model_path: Path | None, speculative_num_steps: int,
           speculative_eagle_topk: int, speculative_num_draft_tokens: int | None,
           speculative_disable_above: int | None, speculative_min_draft_prob: float,
-          speculative_adaptive: bool) -> None:
+          speculative_adaptive: bool, speculative_schedule: tuple | None) -> None:
     """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
     require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
                   "prometheus_client", "orjson")
@@ -109,7 +126,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
             algorithm=speculative_algorithm.upper(), num_steps=speculative_num_steps,
             eagle_topk=speculative_eagle_topk, num_draft_tokens=speculative_num_draft_tokens,
             draft_model_path=str(speculative_draft_model_path) if speculative_draft_model_path else None,
-            disable_above=speculative_disable_above, adaptive=speculative_adaptive,
+            disable_above=speculative_disable_above, adaptive=speculative_adaptive, schedule=speculative_schedule,
             min_draft_prob=speculative_min_draft_prob),
     )
     config.validate()  # bad flags fail with one line before anything loads

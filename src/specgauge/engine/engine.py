@@ -274,7 +274,7 @@ class Engine:
         """One scheduling step; returns what changed for which request."""
         start = time.perf_counter()
         if self.controller is not None:  # speculation: this step's number of draft tokens
-            self.runner.k = self.controller.choose(self.scheduler.num_active)
+            self.runner.k = self.controller.choose(self.scheduler.num_active, self.scheduler.longest_context)
             self.scheduler.lookahead = self.runner.drafter.slots_needed(self.runner.k)
         batch = self.scheduler.schedule()
         if not batch:

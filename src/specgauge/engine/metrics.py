@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 
+from specgauge.speculation_schedule import compact_form
+
 disable_created_metrics()  # no *_created samples: scrapers diff the counters themselves
 
 STEP_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.5)
@@ -65,6 +67,7 @@ class EngineMetrics:
         self.last_verify_time: float | None = None
         self.draft_time_total = 0.0
         self.verify_time_total = 0.0
+        self.spec_steps_by_batch_and_k: dict[tuple[int, int], int] = {}  # (decoding requests, k) → steps
 
     def observe_spec(self, report, counted: list[tuple[int, int, int]], controller) -> None:
         """One speculative step: ``report`` (a runner ``StepReport``), per verify (proposed,
@@ -86,6 +89,9 @@ class EngineMetrics:
             self.spec_accept_rate.set(self.spec_correct / self.spec_proposed)
         self.spec_mode.set(1 if report.k > 0 else 0)
         self.spec_k.set(report.k)
+        if report.decoding:
+            key = (report.decoding, report.k)
+            self.spec_steps_by_batch_and_k[key] = self.spec_steps_by_batch_and_k.get(key, 0) + 1
         self.last_draft_time, self.last_verify_time = report.draft_seconds, report.verify_seconds
         self.draft_time_total += report.draft_seconds
         self.verify_time_total += report.verify_seconds
@@ -103,6 +109,8 @@ class EngineMetrics:
             "speculative_num_draft_tokens": controller.current_k,
             "speculative_adaptive": controller.adaptive,
             "speculative_disable_above": controller.disable_above,
+            "speculative_schedule": compact_form(list(controller.schedule)) if controller.schedule else None,
+            "spec_steps_by_batch_and_k": [[b, k, n] for (b, k), n in sorted(self.spec_steps_by_batch_and_k.items())],
             "spec_num_verifies": self.spec_verifies,
             "last_draft_time_s": self.last_draft_time,
             "last_verify_time_s": self.last_verify_time,

@@ -197,6 +197,12 @@ class Scheduler:
         run; counted here, a wave of finishes does not look like a lull."""
         return min(len(self.running) + len(self.waiting), self.config.max_running)
 
+    @property
+    def longest_context(self) -> int:
+        """Tokens of the longest running request (1 when none runs): the context-length axis of
+        ``--speculative-schedule``."""
+        return max((r.num_tokens for r in self.running), default=1)
+
     # -- one step ----------------------------------------------------------------------
     def schedule(self) -> ScheduledBatch:
         """Choose this step's sequences (see the module docstring for the policy)."""

@@ -558,13 +558,16 @@ def create_app(engine: Engine, settings: ServerSettings) -> FastAPI:
                 **speculative_settings(), "internal_states": [engine.snapshot()]}
 
     def speculative_settings() -> dict:
+        from specgauge.speculation_schedule import compact_form
+
         spec = engine.config.speculative
         if not spec.enabled:
             return {}
         return {"speculative_num_steps": spec.num_steps, "speculative_eagle_topk": spec.eagle_topk,
                 "speculative_num_draft_tokens": spec.draft_tokens,
                 "speculative_draft_model_path": str(spec.draft_dir) if spec.algorithm == "EAGLE3" else None,
-                "speculative_disable_above": spec.disable_above, "speculative_adaptive": spec.adaptive}
+                "speculative_disable_above": spec.disable_above, "speculative_adaptive": spec.adaptive,
+                "speculative_schedule": compact_form(list(spec.schedule)) if spec.schedule else None}
 
     @app.get("/get_server_info")
     async def get_server_info():

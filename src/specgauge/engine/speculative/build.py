@@ -42,5 +42,6 @@ def build_speculation(spec: SpeculativeConfig, model: LlamaForCausalLM, cache: K
     drafter = build_drafter(spec, model, blocks, device, dtype, packing)
     runner = SpeculativeRunner(model, cache, blocks, drafter)
     controller = SpeculationController.build(spec.max_drafts, spec.is_tree, spec.disable_above, spec.adaptive,
-                                             self_cutting=spec.algorithm == "EAGLE3" and spec.min_draft_prob > 0)
+                                             self_cutting=spec.algorithm == "EAGLE3" and spec.min_draft_prob > 0,
+                                             schedule=spec.schedule)
     return runner, controller

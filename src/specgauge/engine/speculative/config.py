@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from specgauge.speculation_schedule import Entry
+
 ALGORITHMS = ("NONE", "EAGLE3", "NGRAM")
 DEFAULT_DRAFT_DIR = Path(__file__).resolve().parents[2] / "assets" / "draft"
 
@@ -19,6 +21,9 @@ class SpeculativeConfig:
       ``num_steps + 1``; tree: the best ``num_draft_tokens - 1`` nodes by draft score);
     * ``disable_above``: plain decoding whenever more requests than this are running;
     * ``adaptive``: choose the number of draft tokens each step from measured step times.
+    * ``schedule``: draft tokens by the step's batch size (and context length), vLLM's
+      ``num_speculative_tokens_per_batch_size`` form, normalised by
+      ``specgauge.speculation_schedule.normalize_schedule``; K clamped to ``max_drafts``.
     * ``min_draft_prob``: an EAGLE-3 chain stops growing after a draft token whose draft
       probability is below this (0 = always draft ``num_steps``); ours, not SGLang's.
     """
@@ -30,6 +35,7 @@ class SpeculativeConfig:
     draft_model_path: str | None = None
     disable_above: int | None = None
     adaptive: bool = False
+    schedule: tuple[Entry, ...] | None = None
     min_draft_prob: float = 0.0
     ngram_max_n: int = 3
     ngram_min_n: int = 1
@@ -79,6 +85,15 @@ class SpeculativeConfig:
             raise ValueError("--speculative-eagle-topk must be ≥ 1")
         if self.disable_above is not None and self.disable_above < 0:
             raise ValueError("--speculative-disable-above must be ≥ 0")
+        if self.schedule is not None:
+            if not self.enabled:
+                raise ValueError("--speculative-schedule needs --speculative-algorithm EAGLE3 or NGRAM")
+            if self.adaptive or self.disable_above is not None:
+                raise ValueError("--speculative-schedule replaces --speculative-disable-above and "
+                                 "--speculative-adaptive: give one of them")
+            if self.is_tree and any(0 < k < self.max_drafts for *_, k in self.schedule):
+                raise ValueError(f"a tree drafts its {self.max_drafts} tokens or none: --speculative-schedule K "
+                                 f"must be 0 or >= {self.max_drafts} with --speculative-eagle-topk > 1")
         if not 0.0 <= self.min_draft_prob < 1.0:
             raise ValueError(f"--speculative-min-draft-prob must be in [0, 1); got {self.min_draft_prob}")
         if not 1 <= self.ngram_min_n <= self.ngram_max_n:

@@ -3,6 +3,10 @@
 * Static (default): always ``max_drafts``.
 * ``--speculative-disable-above N``: 0 whenever the step serves more than N requests (running, or
   waiting and about to be admitted: ``Scheduler.num_active``).
+* ``--speculative-schedule``: vLLM's schedule form, ``[bs_lo, bs_hi, K]`` or
+  ``[bs_lo, bs_hi, ctx_lo, ctx_hi, K]`` entries (``specgauge.speculation_schedule``): K for the
+  step's batch size (``num_active``, as for ``--speculative-disable-above``) and the longest
+  context among its running requests, clamped to ``max_drafts``.
 * ``--speculative-adaptive``: an online cost model of this machine. Per batch-size bucket
   (powers of two) and per candidate k it keeps the batch size and wall time of the last ``KEEP``
   *steady* decode steps (no prefill chunk, no catch-up backlog: ``runner.is_steady``), and
@@ -59,6 +63,8 @@ import math
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
+
+from specgauge.speculation_schedule import Entry, draft_tokens_at
 
 REFRESH = 48  # steps before a bucket's first probe
 MAX_REFRESH = 16 * REFRESH  # a probe that confirms the choice doubles its bucket's interval, up to this
@@ -135,6 +141,7 @@ class SpeculationController:
     candidates: tuple[int, ...]
     disable_above: int | None = None
     adaptive: bool = False
+    schedule: tuple[Entry, ...] | None = None
     reached: list[float] = field(default_factory=list)   # per draft position: times verified
     accepted: list[float] = field(default_factory=list)  # per draft position: times accepted
     cells: dict[tuple[int, int], _Cell] = field(default_factory=dict)
@@ -158,14 +165,14 @@ class SpeculationController:
 
     @classmethod
     def build(cls, max_drafts: int, tree: bool, disable_above: int | None, adaptive: bool,
-              self_cutting: bool = False) -> "SpeculationController":
+              self_cutting: bool = False, schedule: tuple[Entry, ...] | None = None) -> "SpeculationController":
         """A controller whose candidates are 0..max_drafts (a chain), or only 0 and max_drafts for
         a tree and for a chain that cuts itself short (``self_cutting``: EAGLE-3 with
         ``--speculative-min-draft-prob``, whose chains already end where the head is unsure — the
         choice left is whether to speculate at all, and measuring one k keeps its yield and cost
         well sampled where seven would each get a few noisy steps)."""
         candidates = (0, max_drafts) if tree or self_cutting else tuple(range(max_drafts + 1))
-        return cls(max_drafts, candidates, disable_above, adaptive,
+        return cls(max_drafts, candidates, disable_above, adaptive, schedule,
                    [0.0] * max_drafts, [0.0] * max_drafts, current_k=max_drafts)
 
     @property
@@ -173,10 +180,13 @@ class SpeculationController:
         """``speculative`` when the last step drafted, ``plain`` otherwise."""
         return "speculative" if self.current_k > 0 else "plain"
 
-    def choose(self, num_active: int) -> int:
-        """Draft tokens per request for the next step, which serves ``num_active`` requests."""
+    def choose(self, num_active: int, context_length: int = 1) -> int:
+        """Draft tokens per request for the next step, which serves ``num_active`` requests, the
+        longest ``context_length`` tokens long."""
         self.steps += 1
-        if self.disable_above is not None and num_active > self.disable_above:
+        if self.schedule is not None:
+            k = draft_tokens_at(list(self.schedule), self.max_drafts, num_active, context_length) if num_active else 0
+        elif self.disable_above is not None and num_active > self.disable_above:
             k = 0
         elif not self.adaptive or num_active == 0:
             k = self.max_drafts

@@ -1,0 +1,163 @@
+"""CLI of the tune part: ``specgauge tune`` (docs/tune.md). Heavy imports stay inside the command body."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from specgauge.client.endpoint import API_NAMES
+from specgauge.errors import UserError
+
+DEFAULT_DEPTHS = "0,1,2,3,5"
+
+
+def _int_list(ctx, param, value):
+    """``1,4,16`` → (1, 4, 16): integers, each at least the option's minimum, no repeats."""
+    if value is None or isinstance(value, tuple):
+        return value
+    minimum = 0 if param.name == "depths" else 1
+    numbers = []
+    for item in str(value).split(","):
+        try:
+            number = int(item.strip())
+        except ValueError:
+            raise click.BadParameter(f"{value!r}: {item.strip()!r} is not an integer", ctx=ctx, param=param) from None
+        if number < minimum:
+            raise click.BadParameter(f"{value!r}: every value must be >= {minimum} (got {number})", ctx=ctx, param=param)
+        numbers.append(number)
+    return tuple(sorted(set(numbers)))
+
+
+def _url_arms(ctx, param, values):
+    """``K=URL`` (repeatable) → {K: URL}."""
+    arms = {}
+    for value in values:
+        depth, sep, url = value.partition("=")
+        if not sep or not depth.strip().isdigit():
+            raise click.BadParameter(f"{value!r}: must be K=URL, e.g. 3=http://127.0.0.1:8003", ctx=ctx, param=param)
+        if int(depth) in arms:
+            raise click.BadParameter(f"depth {int(depth)} is given twice", ctx=ctx, param=param)
+        arms[int(depth)] = url.strip()
+    return arms
+
+
+@click.command("tune")
+@click.option("--depths", default=DEFAULT_DEPTHS, show_default=True, callback=_int_list,
+              help="candidate draft depths (0 = no speculation)")
+@click.option("--concurrency", default="1,4,16,64", show_default=True, callback=_int_list,
+              help="concurrency levels measured")
+@click.option("--engine-args", default="", metavar="ARGS",
+              help="arms on the embedded engine: 'specgauge serve ARGS' plus each depth's flags (the default arms)")
+@click.option("--algorithm", type=click.Choice(["EAGLE3", "NGRAM"], case_sensitive=False), default="EAGLE3",
+              show_default=True, help="the embedded engine's drafter")
+@click.option("--launch-template", metavar="CMD", help="arms launched by a command with {k} and {port} "
+                                                       "(vLLM, SGLang), one at a time")
+@click.option("--launch-template-off", metavar="CMD", help="the command for depth 0 (default: the template with k=0)")
+@click.option("--url", "urls", multiple=True, callback=_url_arms, metavar="K=URL",
+              help="an already running server of depth K (repeat for every depth)")
+@click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
+@click.option("--suite", default="mixed", show_default=True, help="prompt suite (name or .jsonl)")
+@click.option("--requests-per-user", type=click.IntRange(min=1), default=2, show_default=True,
+              help="requests per point: max(--min-requests, this x concurrency)")
+@click.option("--min-requests", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="warm-up requests per point")
+@click.option("--min-rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="rounds of every cell before measuring only where the choice is uncertain")
+@click.option("--max-rounds", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--verify/--no-verify", default=None,
+              help="run the schedule beside the best fixed depth and no speculation (default: on for engine arms)")
+@click.option("--verify-rounds", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--max-batch-size", type=click.IntRange(min=1), default=256, show_default=True,
+              help="the last schedule range's end (vLLM --max-num-seqs)")
+@click.option("--model", help="model name (else auto-detected)")
+@click.option("--start-timeout", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True)
+@click.option("--output-json", metavar="FILE", help="write the result as JSON here ('-' for stdout)")
+@click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
+def tune_command(**options) -> None:
+    """Measure aggregate throughput per draft depth at each concurrency, choose the depth per level
+    (the smallest within the noise of the best), and print the schedule for vLLM, SGLang and the
+    embedded engine, verified."""
+    from specgauge.tune.arms import engine_arm, template_arm, url_arm
+
+    depths, urls = options["depths"], options["urls"]
+    sources = [name for name, given in (("--url", bool(urls)), ("--launch-template", options["launch_template"]),
+                                        ("--engine-args", options["engine_args"])) if given]
+    if len(sources) > 1:
+        raise click.UsageError(f"give only one kind of arm: {', '.join(sources)}")
+    if options["launch_template_off"] and not options["launch_template"]:
+        raise click.UsageError("--launch-template-off needs --launch-template")
+    if options["min_rounds"] > options["max_rounds"]:
+        raise click.UsageError(f"--min-rounds {options['min_rounds']} exceeds --max-rounds {options['max_rounds']}")
+    algorithm = options["algorithm"].upper()
+    if urls:
+        arms = tuple(url_arm(d, u) for d, u in sorted(urls.items()))
+    elif options["launch_template"]:
+        if "{k}" not in options["launch_template"]:
+            raise click.UsageError("--launch-template must contain {k} (the draft depth)")
+        arms = tuple(template_arm(d, options["launch_template"], options["launch_template_off"]) for d in depths)
+    else:
+        arms = tuple(engine_arm(d, options["engine_args"], algorithm) for d in depths)
+    if len(arms) < 2:
+        raise click.UsageError("need at least two depths to choose between")
+    if 0 not in {arm.depth for arm in arms}:
+        raise click.UsageError("the depths must include 0 (no speculation): the schedule must never lose to it")
+    verify = options["verify"]
+    if verify is None:
+        verify = all(arm.kind == "engine" for arm in arms)
+    elif verify and any(arm.kind != "engine" for arm in arms):
+        raise click.UsageError("--verify runs the schedule on the embedded engine: use engine arms (--engine-args)")
+    output_json = options["output_json"]
+    if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
+        raise UserError(f"--output-json {output_json}: no such directory {Path(output_json).parent}")
+
+    from specgauge.load.runner import run_async
+    from specgauge.store import Store
+    from specgauge.suites.registry import load_suite
+    from specgauge.tune.run import TunePlan, run_tune
+
+    load_suite(options["suite"])  # an unknown suite: one line, before any process starts
+    plan = TunePlan(arms=arms, concurrency=options["concurrency"], suite=options["suite"], api=options["api"],
+                    requests_per_user=options["requests_per_user"], min_requests=options["min_requests"],
+                    max_tokens=options["max_tokens"], seed=options["seed"], warmup=options["warmup"],
+                    min_rounds=options["min_rounds"], max_rounds=options["max_rounds"], verify=verify,
+                    verify_rounds=options["verify_rounds"], engine_args=options["engine_args"], algorithm=algorithm,
+                    max_batch_size=options["max_batch_size"], start_timeout_s=options["start_timeout"],
+                    model=options["model"])
+    say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
+    with Store.open(options["db"]) as store:
+        result = run_async(run_tune(plan, store, say))
+    _emit(result, arms, algorithm, output_json, options["db"])
+
+
+def _emit(result, arms, algorithm: str, output_json: str | None, db: str) -> None:
+    import json
+
+    from specgauge.analysis.results import SpeculationSetup
+    from specgauge.tune.render import render_text, result_document
+    from specgauge.tune.settings import schedule_settings
+
+    kind = arms[0].kind
+    setup = SpeculationSetup(engine="specgauge", method=algorithm) if kind == "engine" else SpeculationSetup()
+    settings = schedule_settings(result.schedule, setup)
+    text = render_text(result, settings)
+    run_ids = sorted(p.run_id for p in (*result.points, *result.verify_points))
+    if run_ids:
+        text += (f"\nevery point is a bench run in {db}: runs {run_ids[0]}-{run_ids[-1]} "
+                 f"(specgauge show RUN_ID --db {db})")
+    click.echo(text, err=output_json == "-")
+    if output_json:
+        document = json.dumps(result_document(result, settings), indent=2) + "\n"
+        if output_json == "-":
+            sys.stdout.write(document)
+        else:
+            Path(output_json).write_text(document)
+
+
+def register(app: click.Group) -> None:
+    """Add this part's commands to the root group."""
+    app.add_command(tune_command)

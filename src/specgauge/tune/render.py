@@ -1,0 +1,67 @@
+"""A tune's result as terminal text and as a JSON document."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from specgauge.analysis.results import ServerSetting
+from specgauge.tune.choice import TOLERANCE, PairedRatio
+from specgauge.tune.run import TuneResult
+
+
+def _ratio(r: PairedRatio | None) -> str:
+    if r is None or not r.rounds:
+        return "-"
+    return f"{r.ratio:.2f}x" if r.rounds < 2 else f"{r.ratio:.2f}x [{r.lo:.2f}, {r.hi:.2f}]"
+
+
+def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
+    """The depth × concurrency table (ratio to the cell's best; * the chosen depth), the schedule,
+    the settings, the measurement time and the verification."""
+    lines = []
+    depths = sorted({d.depth for c in result.choices for d in c.depths})
+    header = f"{'concurrency':>11}  " + "  ".join(f"{'k=' + str(d):>28}" for d in depths) + "  choice"
+    lines += ["per depth: tok/s, ratio to the cell's best [95% interval], median TPOT (* chosen):", header]
+    for choice in result.choices:
+        cells = []
+        for depth in depths:
+            found = next((d for d in choice.depths if d.depth == depth), None)
+            text = "-" if found is None else f"{found.throughput:.0f} {_ratio(found.to_best)}" + \
+                (f" {found.tpot_ms:.0f}ms" if found.tpot_ms else "")
+            cells.append(f"{text + (' *' if depth == choice.chosen else ''):>28}")
+        lines.append(f"{choice.cell.concurrency:>11}  " + "  ".join(cells)
+                     + f"  k={choice.chosen} ({choice.rounds} rounds; {choice.why}"
+                     + ("; UNCERTAIN" if choice.uncertain else "") + ")")
+    lines.append(f"rule: the smallest depth whose interval reaches {1 - TOLERANCE:.2f}x of the best")
+    lines.append(f"schedule: {result.schedule.as_json_list()}")
+    lines.append(f"measured {result.measure_seconds:.0f} s ({len(result.points)} points) against about "
+                 f"{result.full_grid_seconds:.0f} s for the full grid; rounds per concurrency: "
+                 + ", ".join(f"{c}: {n}" for c, n in result.rounds_by_cell.items()))
+    lines.append("settings:")
+    for setting in settings:
+        lines.append(f"  {setting.server}: {setting.setting}")
+        if setting.config_text:
+            lines.append(f"    {setting.config_file}: {setting.config_text}")
+        lines.append(f"    ({setting.note})")
+    if result.verify:
+        lines.append(f"verify: the schedule beside {result.best_fixed or 'no fixed depth'} and k=0, "
+                     f"schedule / the better of them per level:")
+        for level in result.verify:
+            figures = ", ".join(f"{label} {value:.0f}" for label, value in level.throughput.items())
+            lines.append(f"  c={level.concurrency}: {figures} tok/s; schedule / {level.best_other} = {_ratio(level.ratio)}")
+        worst = result.worst_verify_ratio
+        if worst is not None:
+            lines.append(f"worst ratio of the schedule to the per-level best: {_ratio(worst)}")
+    lines += [f"note: {note}" for note in result.notes]
+    return "\n".join(lines)
+
+
+def result_document(result: TuneResult, settings: tuple[ServerSetting, ...]) -> dict:
+    """The JSON document of ``--output-json``."""
+    document = dataclasses.asdict(result)
+    document["schedule"] = {"entries": result.schedule.as_json_list(), "context_axis": result.schedule.context_axis,
+                            "max_depth": result.schedule.max_depth}
+    document["worst_verify_ratio"] = dataclasses.asdict(result.worst_verify_ratio) if result.worst_verify_ratio else None
+    document["settings"] = [s.model_dump(mode="json") for s in settings]
+    document["rounds_by_cell"] = {str(k): v for k, v in result.rounds_by_cell.items()}
+    return document
