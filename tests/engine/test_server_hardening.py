@@ -16,7 +16,7 @@ from engine_testkit import wait_idle
 from spec_testkit import make_spec_engine
 
 from specgauge.engine import model_runner, sampling
-from specgauge.engine.server import BackgroundServer, ServerSettings
+from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 from specgauge.engine.speculative.config import SpeculativeConfig
 
 COMPLETIONS = "/v1/completions"
@@ -323,7 +323,7 @@ def test_the_kv_pool_audit_route_reports_a_broken_pool(engine_factory):
 
 
 def test_a_request_head_over_the_limit_is_431(server):
-    from specgauge.engine.server import MAX_HEAD_BYTES
+    from specgauge.engine.serving.app import MAX_HEAD_BYTES
 
     with socket.create_connection(host_port(server.url)) as sock:
         # just past the limit and unfinished: the server has read all of it when it answers (no RST)

@@ -1,0 +1,1 @@
+"""The embedded engine's HTTP front end (FastAPI + uvicorn): ``app`` builds and runs it."""
