@@ -77,6 +77,59 @@ HEAD_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type
                   b"connection: close\r\ncontent-length: 32\r\n\r\nRequest header fields too large.")
 
 
+class HeadTimeoutMixin:
+    """Mixed into uvicorn's HTTP protocol by :func:`header_timeout_protocol` (which sets
+    ``timeout_s`` and ``counts_head``): close a connection that has not sent a whole request head
+    in time; with httptools, answer a head over ``MAX_HEAD_BYTES`` with 431."""
+
+    timeout_s: float
+    counts_head: bool                  # httptools' parser (it has on_headers_complete); h11 limits heads itself
+    _head_timer: asyncio.TimerHandle | None = None
+    _head_bytes: int | None = 0        # bytes of the request head so far; None once it is complete
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.counts_head and self._head_bytes is not None and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self.transport.write(HEAD_TOO_LARGE)
+                self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        self._head_bytes = None
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._head_bytes = 0
+        self._arm_head_timer()
+
+    def connection_lost(self, exc) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _arm_head_timer(self) -> None:
+        self._cancel_head_timer()
+        if not self.transport.is_closing():
+            self._head_timer = self.loop.call_later(self.timeout_s, self._head_timed_out)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        waiting_for_head = self.cycle is None or self.cycle.response_complete
+        if waiting_for_head and not self.transport.is_closing():
+            log.info("closed a connection that sent no complete request head within %.0fs", self.timeout_s)
+            self.transport.close()
+
+
 def header_timeout_protocol(timeout_s: float) -> type:
     """uvicorn's HTTP protocol (httptools, else h11) closing a connection that has not sent a whole
     request head within ``timeout_s`` — counted from the connection's start, or from the end of
@@ -90,51 +143,5 @@ def header_timeout_protocol(timeout_s: float) -> type:
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     counts_head = hasattr(AutoHTTPProtocol, "on_headers_complete")  # httptools' parser callback
-
-    class HeaderTimeoutProtocol(AutoHTTPProtocol):
-        _head_timer: asyncio.TimerHandle | None = None
-        _head_bytes: int | None = 0        # bytes of the request head so far; None once it is complete
-
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self._arm_head_timer()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if counts_head and self._head_bytes is not None and not self.transport.is_closing():
-                self._head_bytes += len(data)
-                if self._head_bytes > MAX_HEAD_BYTES:
-                    self.transport.write(HEAD_TOO_LARGE)
-                    self.transport.close()
-
-        def on_headers_complete(self) -> None:
-            self._head_bytes = None
-            super().on_headers_complete()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._head_bytes = 0
-            self._arm_head_timer()
-
-        def connection_lost(self, exc) -> None:
-            self._cancel_head_timer()
-            super().connection_lost(exc)
-
-        def _cancel_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _arm_head_timer(self) -> None:
-            self._cancel_head_timer()
-            if not self.transport.is_closing():
-                self._head_timer = self.loop.call_later(timeout_s, self._head_timed_out)
-
-        def _head_timed_out(self) -> None:
-            self._head_timer = None
-            waiting_for_head = self.cycle is None or self.cycle.response_complete
-            if waiting_for_head and not self.transport.is_closing():
-                log.info("closed a connection that sent no complete request head within %.0fs", timeout_s)
-                self.transport.close()
-
-    return HeaderTimeoutProtocol
+    return type("HeaderTimeoutProtocol", (HeadTimeoutMixin, AutoHTTPProtocol),
+                {"timeout_s": timeout_s, "counts_head": counts_head})
