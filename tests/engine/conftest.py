@@ -56,7 +56,7 @@ def engine(shared_engine):
 
 @pytest.fixture(scope="session")
 def _server(shared_engine):
-    from specgauge.engine.server import BackgroundServer
+    from specgauge.engine.serving.app import BackgroundServer
 
     with BackgroundServer(shared_engine) as server:
         yield server

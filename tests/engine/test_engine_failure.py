@@ -4,7 +4,7 @@ server keep serving, and no KV block leaks."""
 import httpx
 from engine_testkit import wait_idle
 
-from specgauge.engine.server import BackgroundServer
+from specgauge.engine.serving.app import BackgroundServer
 
 
 def test_step_failure_fails_requests_not_the_server(engine_factory):

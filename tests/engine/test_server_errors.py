@@ -9,7 +9,7 @@ import httpx
 import pytest
 from engine_testkit import wait_idle
 
-from specgauge.engine.server import BackgroundServer, ServerSettings
+from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 
 COMPLETIONS = "/v1/completions"
 CHAT = "/v1/chat/completions"

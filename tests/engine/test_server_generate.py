@@ -5,7 +5,7 @@ import json
 import httpx
 import pytest
 
-from specgauge.engine.server import BackgroundServer, ServerSettings
+from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 
 
 def sse_events(response):

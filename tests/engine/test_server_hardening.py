@@ -16,7 +16,7 @@ from engine_testkit import wait_idle
 from spec_testkit import make_spec_engine
 
 from specgauge.engine import model_runner, sampling
-from specgauge.engine.server import BackgroundServer, ServerSettings
+from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 from specgauge.engine.speculative.config import SpeculativeConfig
 
 COMPLETIONS = "/v1/completions"
@@ -219,7 +219,7 @@ def host_port(url):
 
 
 def test_client_gone_mid_body_is_logged_quietly(server, caplog):
-    caplog.set_level(logging.INFO, logger="specgauge.engine.server")
+    caplog.set_level(logging.INFO, logger="specgauge.engine.serving")
     with socket.create_connection(host_port(server.url)) as sock:
         sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 1000\r\n\r\n{\"prompt\": \"abc")
@@ -323,7 +323,7 @@ def test_the_kv_pool_audit_route_reports_a_broken_pool(engine_factory):
 
 
 def test_a_request_head_over_the_limit_is_431(server):
-    from specgauge.engine.server import MAX_HEAD_BYTES
+    from specgauge.engine.serving.transport import MAX_HEAD_BYTES
 
     with socket.create_connection(host_port(server.url)) as sock:
         # just past the limit and unfinished: the server has read all of it when it answers (no RST)

@@ -11,7 +11,7 @@ import pytest
 from spec_testkit import make_spec_engine, write_random_head
 
 from specgauge.engine.launch import EngineProcess
-from specgauge.engine.server import BackgroundServer
+from specgauge.engine.serving.app import BackgroundServer
 from specgauge.engine.speculative.config import DEFAULT_DRAFT_DIR, SpeculativeConfig
 
 from engine_testkit import wait_idle

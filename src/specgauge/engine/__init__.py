@@ -4,7 +4,7 @@ Entry points (import the submodule; nothing heavy is imported here):
 
 * ``specgauge.engine.launch.EngineProcess`` — run ``specgauge serve`` as a subprocess (stdlib only);
 * ``specgauge.engine.engine.Engine`` / ``EngineConfig`` — the engine thread (submit, abort, step);
-* ``specgauge.engine.server.create_app`` / ``BackgroundServer`` — the HTTP front end;
+* ``specgauge.engine.serving.app.create_app`` / ``BackgroundServer`` — the HTTP front end;
 * ``specgauge.engine.model`` — the model, its full and cached forward passes, load/save.
 
 See docs/engine.md.

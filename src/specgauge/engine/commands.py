@@ -114,7 +114,7 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
         raise UserError(f"no model at {model_dir}: {hint}; pass --model DIR")
     from specgauge.engine.engine import Engine, EngineConfig
     from specgauge.engine.scheduler import SchedulerConfig
-    from specgauge.engine.server import ServerSettings, bind_or_explain, serve_forever
+    from specgauge.engine.serving.app import ServerSettings, bind_or_explain, serve_forever
     from specgauge.engine.speculative.config import SpeculativeConfig
 
     config = EngineConfig(
