@@ -13,7 +13,7 @@ import click
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
 from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
-from specgauge.load.peer_flags import compare_peer_options, compare_settings
+from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
 
 EXIT_REGRESSION = 1
 
@@ -109,7 +109,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
         _write_text(output_json, document)
 
 
-@click.command("compare")
+@click.command("compare", cls=PeerFlagsCommand)
 @_arm_options
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--domains", default="coding,encyclopedic", show_default=True,
@@ -187,6 +187,11 @@ def compare_command(**options) -> None:
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key)
     except ValidationError as exc:
         raise _one_line_validation_error(exc) from None
+    peer = compare_result_settings(options)
+    if options["dataset_name"]:   # one suite file: every stage, both arms, every round
+        from specgauge.compare.peer_flags import dataset_suite_file
+
+        plan = plan.model_copy(update={"suite": _run(dataset_suite_file(plan, options, Path(options["db"]).resolve().parent))})
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
     from specgauge.load.capacity import check_capacity
@@ -198,6 +203,9 @@ def compare_command(**options) -> None:
 
         load_tokenizer(plan.tokenizer)
     _check_outputs(options["output_json"], options["output_dir"])
+    from specgauge.compare.peer_flags import check_result_paths
+
+    check_result_paths(options["result_filename"])
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
     result = _run_compare(plan, options["db"], options["verify"])
@@ -209,6 +217,27 @@ def compare_command(**options) -> None:
         click.echo(f"--verify: nothing to verify: {why}", err=True)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
+    _peer_results(result, options, peer)
+
+
+def _peer_results(result, options: dict, peer: dict) -> None:
+    """Each arm's goodput per stage (with --goodput) and its vLLM-style result file (--save-result)."""
+    from specgauge.compare.peer_flags import arm_results, goodput_lines, goodput_rows, result_paths, write_arm_results
+    from specgauge.store import Store
+
+    save = options["save_result"] or options["result_filename"]
+    if not (peer["goodput"] or save):
+        return
+    with Store.open(options["db"], create=False) as store:
+        per_arm = arm_results(store, result, peer)
+    echo = (lambda line: click.echo(line, err=options["output_json"] == "-"))
+    if peer["goodput"]:
+        for line in goodput_lines(goodput_rows(per_arm), peer["goodput"]):
+            echo(line)
+    if save:
+        paths = result_paths(options["result_filename"], result.comparison_id)
+        write_arm_results(per_arm, paths)
+        echo(f"wrote {paths['baseline']} and {paths['speculative']} (vLLM-style results per arm)")
 
 
 def _resume(options: dict, api_key: str | None) -> None:
