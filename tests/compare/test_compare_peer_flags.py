@@ -58,6 +58,7 @@ def test_compare_random_dataset_goodput_and_result_files(tmp_path):
     (["--dataset-name", "sharegpt"], "needs --dataset-path"),
     (["--goodput", "speed:3"], "unknown metric"),
     (["--percentile-metrics", "ttft,latency"], "--percentile-metrics"),
+    (["--against-baseline", "main", "--dataset-name", "random"], "drop --dataset-name"),
 ])
 def test_compare_peer_flag_misuse_is_one_line(tmp_path, extra, message):
     done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", "http://127.0.0.1:9",

@@ -161,6 +161,10 @@ def compare_command(**options) -> None:
         _resume(options, api_key)
         return
     if options["against_baseline"]:
+        from specgauge.load.peer_flags import refuse_workload_flags
+
+        refuse_workload_flags(click.get_current_context(), "--against-baseline takes its prompts and settings "
+                                                           "from the stored baseline")
         sys.exit(_against_baseline(options, api_key))
     if options["allow_suite_change"] or options["allow_server_change"]:
         raise click.UsageError("--allow-suite-change / --allow-server-change need --against-baseline")
@@ -191,7 +195,8 @@ def compare_command(**options) -> None:
     if options["dataset_name"]:   # one suite file: every stage, both arms, every round
         from specgauge.compare.peer_flags import dataset_suite_file
 
-        plan = plan.model_copy(update={"suite": _run(dataset_suite_file(plan, options, Path(options["db"]).resolve().parent))})
+        suite_file = _run(dataset_suite_file(plan, options, Path(options["db"]).resolve().parent))
+        plan = plan.model_copy(update={"suite": suite_file})
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
     from specgauge.load.capacity import check_capacity

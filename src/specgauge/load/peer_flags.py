@@ -302,3 +302,17 @@ def compare_result_settings(options: dict) -> dict:
     return dict(goodput=parse_goodput(tuple(options.get("goodput") or ())),
                 percentile_metrics=_names(options["percentile_metrics"], "--percentile-metrics", PERCENTILE_METRICS),
                 metric_percentiles=_percentiles(options["metric_percentiles"]))
+
+
+COMPARE_WORKLOAD_OPTIONS = ("request_rate", "dataset_name", "dataset_path", "random_input_len", "random_output_len",
+                            "random_range_ratio", "goodput", "percentile_metrics", "metric_percentiles",
+                            "save_result", "result_filename")
+
+
+def refuse_workload_flags(ctx: click.Context, why: str) -> None:
+    """A one-line UsageError naming the first dataset/result flag given on the command line (``why``:
+    what takes its place, e.g. ``--against-baseline takes its workload from the baseline``)."""
+    for param in ctx.command.params:
+        if param.name in COMPARE_WORKLOAD_OPTIONS and ctx.get_parameter_source(param.name) not in (
+                None, click.core.ParameterSource.DEFAULT):
+            raise click.UsageError(f"{why}; drop {param.opts[0]}")
