@@ -67,3 +67,21 @@ def test_compare_peer_flag_misuse_is_one_line(tmp_path, extra, message):
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "c.db").exists()
+
+
+def test_compare_custom_dataset_is_the_prompts_of_every_stage(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps({"prompt": f"Question {i}: name a prime.", "max_tokens": 8}) + "\n"
+                            for i in range(6)))
+    with ScriptedServer(FAST) as baseline, ScriptedServer(FAST) as speculative:
+        done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", baseline.url,
+                               "--speculative", speculative.url, "--dataset-name", "custom", "--dataset-path",
+                               str(path), "--request-rate", "inf", "--num-prompts", "6", "--num-requests", "3",
+                               "--concurrency", "2", "--warmup", "0", "--resamples", "200",
+                               "--output-json", str(tmp_path / "v.json"), "--db", str(tmp_path / "c.db")],
+                              capture_output=True, text=True, timeout=240)
+        seen = [sorted(_prompt(b) for b in server.requests_seen) for server in (baseline, speculative)]
+    assert done.returncode == 0, done.stderr
+    assert seen[0] == seen[1] and set(seen[0]) <= {f"Question {i}: name a prime." for i in range(6)}
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert {s["suite"]["name"] for s in verdict["stages"]} == {"custom-mine"}

@@ -24,12 +24,14 @@ async def _tokenizer_path(plan, tokenizer: str | None) -> str | None:
     if tokenizer:
         return tokenizer
     from specgauge.client.endpoint import Endpoint
+    from specgauge.client.probe import check_reachable
     from specgauge.client.server_model import describe_server_model
 
     for arm in (plan.baseline, plan.speculative):
         if arm.kind == "url":
-            server = await describe_server_model(Endpoint(base_url=arm.value.rstrip("/"), api=plan.api,
-                                                          api_key=plan.api_key))
+            endpoint = Endpoint(base_url=arm.value.rstrip("/"), api=plan.api, api_key=plan.api_key)
+            await check_reachable(endpoint)   # a dead URL: its own one line, not "no tokenizer"
+            server = await describe_server_model(endpoint)
             if server.tokenizer_path:
                 return server.tokenizer_path
     return None
