@@ -222,27 +222,9 @@ def compare_command(**options) -> None:
         click.echo(f"--verify: nothing to verify: {why}", err=True)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
-    _peer_results(result, options, peer)
+    from specgauge.compare.peer_flags import emit_peer_results
 
-
-def _peer_results(result, options: dict, peer: dict) -> None:
-    """Each arm's goodput per stage (with --goodput) and its vLLM-style result file (--save-result)."""
-    from specgauge.compare.peer_flags import arm_results, goodput_lines, goodput_rows, result_paths, write_arm_results
-    from specgauge.store import Store
-
-    save = options["save_result"] or options["result_filename"]
-    if not (peer["goodput"] or save):
-        return
-    with Store.open(options["db"], create=False) as store:
-        per_arm = arm_results(store, result, peer)
-    echo = (lambda line: click.echo(line, err=options["output_json"] == "-"))
-    if peer["goodput"]:
-        for line in goodput_lines(goodput_rows(per_arm), peer["goodput"]):
-            echo(line)
-    if save:
-        paths = result_paths(options["result_filename"], result.comparison_id)
-        write_arm_results(per_arm, paths)
-        echo(f"wrote {paths['baseline']} and {paths['speculative']} (vLLM-style results per arm)")
+    emit_peer_results(result, options, peer)
 
 
 def _resume(options: dict, api_key: str | None) -> None:

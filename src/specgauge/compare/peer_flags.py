@@ -140,3 +140,23 @@ def write_arm_results(per_arm: dict[str, list[dict[str, Any]]], paths: dict[str,
             write_results(per_arm[name], paths[name])
         except OSError as exc:
             raise UserError(f"cannot write {paths[name]}: {exc.strerror or exc}") from None
+
+
+def emit_peer_results(result: CompareResult, options: dict, peer: dict) -> None:
+    """After the verdict: each arm's goodput per stage (``--goodput``) and its vLLM-style result
+    file (``--save-result``/``--result-filename``); ``peer`` is ``compare_result_settings``."""
+    import click
+
+    save = options["save_result"] or options["result_filename"]
+    if not (peer["goodput"] or save):
+        return
+    with Store.open(options["db"], create=False) as store:
+        per_arm = arm_results(store, result, peer)
+    to_stderr = options["output_json"] == "-"
+    if peer["goodput"]:
+        for line in goodput_lines(goodput_rows(per_arm), peer["goodput"]):
+            click.echo(line, err=to_stderr)
+    if save:
+        paths = result_paths(options["result_filename"], result.comparison_id)
+        write_arm_results(per_arm, paths)
+        click.echo(f"wrote {paths['baseline']} and {paths['speculative']} (vLLM-style results per arm)", err=to_stderr)
