@@ -13,7 +13,7 @@ import click
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
 from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
-from specgauge.load.peer_flags import compare_peer_options, compare_settings
+from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
 
 EXIT_REGRESSION = 1
 
@@ -109,7 +109,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
         _write_text(output_json, document)
 
 
-@click.command("compare")
+@click.command("compare", cls=PeerFlagsCommand)
 @_arm_options
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--domains", default="coding,encyclopedic", show_default=True,
@@ -161,6 +161,10 @@ def compare_command(**options) -> None:
         _resume(options, api_key)
         return
     if options["against_baseline"]:
+        from specgauge.load.peer_flags import refuse_workload_flags
+
+        refuse_workload_flags(click.get_current_context(), "--against-baseline takes its prompts and settings "
+                                                           "from the stored baseline")
         sys.exit(_against_baseline(options, api_key))
     if options["allow_suite_change"] or options["allow_server_change"]:
         raise click.UsageError("--allow-suite-change / --allow-server-change need --against-baseline")
@@ -187,6 +191,12 @@ def compare_command(**options) -> None:
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key)
     except ValidationError as exc:
         raise _one_line_validation_error(exc) from None
+    peer = compare_result_settings(options)
+    if options["dataset_name"]:   # one suite file: every stage, both arms, every round
+        from specgauge.compare.peer_flags import dataset_suite_file
+
+        suite_file = _run(dataset_suite_file(plan, options, Path(options["db"]).resolve().parent))
+        plan = plan.model_copy(update={"suite": suite_file})
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
     from specgauge.load.capacity import check_capacity
@@ -198,6 +208,9 @@ def compare_command(**options) -> None:
 
         load_tokenizer(plan.tokenizer)
     _check_outputs(options["output_json"], options["output_dir"])
+    from specgauge.compare.peer_flags import check_result_paths
+
+    check_result_paths(options["result_filename"])
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
     result = _run_compare(plan, options["db"], options["verify"])
@@ -209,6 +222,9 @@ def compare_command(**options) -> None:
         click.echo(f"--verify: nothing to verify: {why}", err=True)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
+    from specgauge.compare.peer_flags import emit_peer_results
+
+    emit_peer_results(result, options, peer)
 
 
 def _resume(options: dict, api_key: str | None) -> None:

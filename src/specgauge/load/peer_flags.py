@@ -230,15 +230,35 @@ def wants_peer_summary(options: dict) -> bool:
 
 
 def compare_peer_options(function):
-    """The peer flags ``compare`` takes: the API, the request count, the concurrency cap, EOS and
-    the chat-format choice (datasets, goodput and result files are ``bench``'s)."""
+    """The peer flags ``compare`` takes: the API, the request count, the concurrency cap, EOS, the
+    chat-format choice, the dataset (its prompts for every stage, both arms), ``--request-rate inf``,
+    goodput, percentiles and one result file per arm (docs/compare.md)."""
     options = [
         click.option("--backend", type=click.Choice(sorted(BACKEND_APIS)),
                      help="vLLM/SGLang benchmark backend name, an alias of --api"),
         click.option("--num-prompts", type=click.IntRange(min=1), help="alias of --sweep-requests (vLLM/SGLang)"),
         click.option("--max-concurrency", type=click.IntRange(min=1),
                      help="cap on the sweep's concurrency (levels above it run at it)"),
-        click.option("--ignore-eos", is_flag=True, help="generate every max_tokens token, both arms"),
+        click.option("--request-rate", type=_RateList(),
+                     help="vLLM/SGLang: only inf (compare's sweep is closed loop; use bench for open loop)"),
+        click.option("--dataset-name", type=click.Choice(["random", "sharegpt", "custom"]),
+                     help="prompts of every stage, both arms: random (exact token lengths), sharegpt or custom "
+                          "(--dataset-path); instead of --suite/--domains"),
+        click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="file of --dataset-name"),
+        click.option("--random-input-len", type=click.IntRange(min=1), default=1024, show_default=True),
+        click.option("--random-output-len", type=click.IntRange(min=1), default=128, show_default=True),
+        click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0,
+                     show_default=True, help="lengths drawn from [L(1-r), L(1+r)] as vLLM does"),
+        click.option("--ignore-eos", is_flag=True, help="generate every max_tokens token, both arms "
+                                                        "(on by default with random)"),
+        click.option("--percentile-metrics", default="ttft,tpot,itl", show_default=True,
+                     help=f"metrics of each arm's vLLM-style result ({','.join(PERCENTILE_METRICS)})"),
+        click.option("--metric-percentiles", default="99", show_default=True, help="percentiles, e.g. 50,90,99"),
+        click.option("--goodput", multiple=True, metavar="METRIC:MS",
+                     help="SLO goodput per arm and point, e.g. --goodput ttft:200 tpot:50 (ttft, tpot, e2el in ms)"),
+        click.option("--save-result", is_flag=True, help="write one vLLM-style result JSON per arm"),
+        click.option("--result-filename", metavar="FILE",
+                     help="NAME.json → NAME-baseline.json and NAME-speculative.json (implies --save-result)"),
         click.option("--raw-chat-format", is_flag=True,
                      help="allow plain 'User: ...' text for chat suites on a raw-text API with no chat template"),
     ]
@@ -255,5 +275,44 @@ def compare_settings(options: dict) -> dict:
     levels = tuple(options["concurrency"])
     if options.get("max_concurrency") is not None:
         levels = tuple(sorted({min(c, options["max_concurrency"]) for c in levels}))
+    finite = [r for r in options.get("request_rate") or () if math.isfinite(r)]
+    if finite:
+        raise click.UsageError(f"--request-rate {finite[0]:g}: compare's sweep is closed loop (concurrency levels) "
+                               f"and has no open-loop points; use --request-rate inf, or specgauge bench for rates")
+    dataset = options.get("dataset_name")
+    if dataset is not None:
+        given = [flag for flag, name in (("--suite", "suite"), ("--sweep-suite", "sweep_suite"))
+                 if options.get(name) is not None]
+        if given:
+            raise click.UsageError(f"--dataset-name is the prompts of every stage: drop {given[0]}")
+        if dataset in ("sharegpt", "custom") and not options.get("dataset_path"):
+            raise click.UsageError(f"--dataset-name {dataset} needs --dataset-path FILE")
+        if dataset == "random" and options.get("dataset_path"):
+            raise click.UsageError("--dataset-name random makes its prompts: drop --dataset-path")
+    elif options.get("dataset_path"):
+        raise click.UsageError("--dataset-path needs --dataset-name sharegpt or custom")
     return dict(api=api, concurrency=levels, num_requests_sweep=resolve_count(options, "sweep_requests"),
-                ignore_eos=bool(options.get("ignore_eos")), raw_chat_format=bool(options.get("raw_chat_format")))
+                ignore_eos=bool(options.get("ignore_eos")) or dataset == "random",
+                raw_chat_format=bool(options.get("raw_chat_format")))
+
+
+def compare_result_settings(options: dict) -> dict:
+    """Goodput SLOs, percentile metrics and percentiles of ``compare``'s per-arm vLLM-style results
+    (one-line BadParameter on a bad value)."""
+    return dict(goodput=parse_goodput(tuple(options.get("goodput") or ())),
+                percentile_metrics=_names(options["percentile_metrics"], "--percentile-metrics", PERCENTILE_METRICS),
+                metric_percentiles=_percentiles(options["metric_percentiles"]))
+
+
+COMPARE_WORKLOAD_OPTIONS = ("request_rate", "dataset_name", "dataset_path", "random_input_len", "random_output_len",
+                            "random_range_ratio", "goodput", "percentile_metrics", "metric_percentiles",
+                            "save_result", "result_filename")
+
+
+def refuse_workload_flags(ctx: click.Context, why: str) -> None:
+    """A one-line UsageError naming the first dataset/result flag given on the command line (``why``:
+    what takes its place, e.g. ``--against-baseline takes its workload from the baseline``)."""
+    for param in ctx.command.params:
+        if param.name in COMPARE_WORKLOAD_OPTIONS and ctx.get_parameter_source(param.name) not in (
+                None, click.core.ParameterSource.DEFAULT):
+            raise click.UsageError(f"{why}; drop {param.opts[0]}")

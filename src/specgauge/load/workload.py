@@ -69,6 +69,12 @@ def _dataset_suite(config: BenchConfig, tokenizer_path: str | None) -> Suite:
                         max_tokens=config.max_tokens or 256)
 
 
+def write_dataset_suite(config: BenchConfig, tokenizer_path: str | None, work_dir: Path) -> str:
+    """The suite file ``config.dataset_name`` describes, written once under ``work_dir`` (``compare``
+    gives this one file to both arms, every stage and every round); its path."""
+    return write_derived_suite(_dataset_suite(config, tokenizer_path), work_dir)
+
+
 def _chat_template_choice(config: BenchConfig, suite: Suite, tokenizer_path: str | None) -> str | None:
     """How chat messages reach the model, or a :class:`UserError` when they cannot honestly."""
     if not any(r.messages is not None for r in suite.requests):

@@ -1,0 +1,87 @@
+"""``compare`` with vLLM's dataset, goodput and result-file flags: one random suite for both arms
+and every stage, each arm's goodput per stage, one vLLM-style result file per arm; misuse is one
+line, exit 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specgauge.testing.scripted_server import Script, ScriptedServer
+
+TARGET = Path(__file__).resolve().parents[2] / "src" / "specgauge" / "assets" / "target"
+FAST = Script(ttft_s=0.003, chunk_delay_s=0.002, num_chunks=4, tokens_per_chunk=2)
+
+
+def _prompt(body: dict) -> str:
+    return body["prompt"] if "prompt" in body else body["messages"][-1]["content"]
+
+
+def test_compare_random_dataset_goodput_and_result_files(tmp_path):
+    info = {"model_path": str(TARGET)}
+    with ScriptedServer(FAST, server_info=info) as baseline, ScriptedServer(FAST, server_info=info) as speculative:
+        done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", baseline.url,
+                               "--speculative", speculative.url, "--dataset-name", "random",
+                               "--random-input-len", "32", "--random-output-len", "16", "--num-prompts", "8",
+                               "--num-requests", "4", "--concurrency", "1,2", "--goodput", "ttft:500", "tpot:400",
+                               "--metric-percentiles", "50,99", "--save-result",
+                               "--result-filename", str(tmp_path / "run.json"), "--warmup", "0",
+                               "--resamples", "200", "--output-json", str(tmp_path / "v.json"),
+                               "--db", str(tmp_path / "c.db")],
+                              capture_output=True, text=True, timeout=240)
+        seen = {"baseline": baseline.requests_seen, "speculative": speculative.requests_seen}
+    assert done.returncode == 0, done.stderr
+    prompts = {name: sorted(_prompt(b) for b in bodies) for name, bodies in seen.items()}
+    assert prompts["baseline"] == prompts["speculative"] and prompts["baseline"]
+    assert all(b.get("ignore_eos") is True for bodies in seen.values() for b in bodies)   # random: as vLLM
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert [s["stage"] for s in verdict["stages"]] == ["single", "sweep:c=1", "sweep:c=2"]
+    assert {s["suite"]["name"] for s in verdict["stages"]} == {"random-in32-out16-n8-s0"}
+    assert [d["domain"] for d in verdict["single_stream"]] == ["random"]
+    assert "goodput [ttft:500 tpot:400]" in done.stdout and "goodput ratio" in done.stdout
+    for name in ("baseline", "speculative"):
+        points = json.loads((tmp_path / f"run-{name}.json").read_text())
+        assert [p["specgauge"]["stage"] for p in points] == ["single", "sweep:c=1", "sweep:c=2"]
+        for point in points:
+            assert point["request_goodput"] is not None and point["request_goodput"] <= point["request_throughput"]
+            assert point["specgauge"]["arm"] == name and point["specgauge"]["goodput_slo_ms"] == {"ttft": 500.0,
+                                                                                                   "tpot": 400.0}
+            assert "p50_ttft_ms" in point and "p99_itl_ms" in point
+        assert sum(p["completed"] for p in points) == 4 + 8 + 8
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--request-rate", "4"], "has no open-loop points"),
+    (["--dataset-name", "random", "--suite", "smoke"], "drop --suite"),
+    (["--dataset-name", "sharegpt"], "needs --dataset-path"),
+    (["--goodput", "speed:3"], "unknown metric"),
+    (["--percentile-metrics", "ttft,latency"], "--percentile-metrics"),
+    (["--against-baseline", "main", "--dataset-name", "random"], "drop --dataset-name"),
+])
+def test_compare_peer_flag_misuse_is_one_line(tmp_path, extra, message):
+    done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", "http://127.0.0.1:9",
+                           "--speculative", "http://127.0.0.1:9", *extra, "--db", str(tmp_path / "c.db")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "c.db").exists()
+
+
+def test_compare_custom_dataset_is_the_prompts_of_every_stage(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps({"prompt": f"Question {i}: name a prime.", "max_tokens": 8}) + "\n"
+                            for i in range(6)))
+    with ScriptedServer(FAST) as baseline, ScriptedServer(FAST) as speculative:
+        done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", baseline.url,
+                               "--speculative", speculative.url, "--dataset-name", "custom", "--dataset-path",
+                               str(path), "--request-rate", "inf", "--num-prompts", "6", "--num-requests", "3",
+                               "--concurrency", "2", "--warmup", "0", "--resamples", "200",
+                               "--output-json", str(tmp_path / "v.json"), "--db", str(tmp_path / "c.db")],
+                              capture_output=True, text=True, timeout=240)
+        seen = [sorted(_prompt(b) for b in server.requests_seen) for server in (baseline, speculative)]
+    assert done.returncode == 0, done.stderr
+    assert seen[0] == seen[1] and set(seen[0]) <= {f"Question {i}: name a prime." for i in range(6)}
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert {s["suite"]["name"] for s in verdict["stages"]} == {"custom-mine"}
