@@ -126,7 +126,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="warm-up requests per point and arm")
-@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1),
+              help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
 @click.option("--model", help="model name (else auto-detected per arm)")
 @click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False),
               help="tokenizer.json: tokens per chunk when the server sends no counts; its chat template for sglang")
@@ -173,7 +174,7 @@ def compare_command(**options) -> None:
             raise click.UsageError("--verify re-runs the embedded engine: "
                                    "give the speculative arm as --speculative-engine")
         require_threshold_flag()
-    from specgauge.compare.plan import ComparePlan
+    from specgauge.compare.plan import ComparePlan, default_rounds
     from specgauge.suites.registry import load_suite
 
     try:
@@ -182,7 +183,8 @@ def compare_command(**options) -> None:
             suite=options["suite"], sweep_suite=options["sweep_suite"], **compare_settings(options),
             num_requests_single=options["num_requests"],
             max_tokens=options["max_tokens"], seed=options["seed"], temperature=options["temperature"],
-            warmup=options["warmup"], rounds=options["rounds"], model=options["model"],
+            warmup=options["warmup"], rounds=options["rounds"] or default_rounds(baseline, speculative),
+            model=options["model"],
             tokenizer=options["tokenizer"], label=options["label"],
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key)
     except ValidationError as exc:

@@ -12,6 +12,14 @@ from specgauge.load.bench_config import BenchConfig
 SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
 SINGLE_PREFIX = "single:"
 SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
+LAUNCHED_ROUNDS = 2   # default --rounds when an arm is a launch command: A B | B A, so drift hits both arms
+
+
+def default_rounds(baseline: "ArmConfig", speculative: "ArmConfig") -> int:
+    """``--rounds`` when not given: :data:`LAUNCHED_ROUNDS` when an arm is a launch command (its arms
+    run one after the other, so one round would put a slow minute on one arm only), else 1 (the
+    arms are up at once and alternate ABBA by point)."""
+    return LAUNCHED_ROUNDS if "command" in (baseline.kind, speculative.kind) else 1
 
 
 class ArmConfig(BaseModel):
