@@ -345,3 +345,14 @@ def test_compare_resume_misuse_is_one_line(cli_here, tmp_path):
                       "--concurrency", "1,1000000000", "--db", str(tmp_path / "new.db")),
              "--concurrency: 1,000,000,000 connections need about")
     assert not (tmp_path / "new.db").exists()
+
+
+def test_a_plan_with_a_launched_arm_defaults_to_two_rounds():
+    command = ArmConfig(name="baseline", kind="command", value="serve --port {port}")
+    url = ArmConfig(name="speculative", kind="url", value="http://127.0.0.1:9")
+    assert ComparePlan(baseline=command, speculative=url).rounds == 2
+    assert ComparePlan(baseline=command, speculative=url, rounds=3).rounds == 3
+    assert ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value="http://127.0.0.1:8"),
+                       speculative=url).rounds == 1
+    stored = ComparePlan(baseline=command, speculative=url, rounds=1).model_dump(mode="json")
+    assert ComparePlan.model_validate(stored).rounds == 1   # a stored plan keeps its rounds (compare --resume)

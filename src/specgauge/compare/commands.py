@@ -236,7 +236,7 @@ def compare_command(**options) -> None:
             raise click.UsageError("--verify re-runs the embedded engine: "
                                    "give the speculative arm as --speculative-engine")
         require_threshold_flag()
-    from specgauge.compare.plan import ComparePlan, default_rounds
+    from specgauge.compare.plan import ComparePlan
     from specgauge.suites.registry import load_suite
 
     try:
@@ -245,7 +245,7 @@ def compare_command(**options) -> None:
             suite=options["suite"], sweep_suite=options["sweep_suite"], **compare_settings(options),
             num_requests_single=options["num_requests"],
             max_tokens=options["max_tokens"], seed=options["seed"], temperature=options["temperature"],
-            warmup=options["warmup"], rounds=options["rounds"] or default_rounds(baseline, speculative),
+            warmup=options["warmup"], rounds=options["rounds"],
             model=None if profile_arms is not None else options["model"],   # served names: auto-detected
             tokenizer=options["tokenizer"], label=options["label"],
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key)
