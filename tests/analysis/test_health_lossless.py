@@ -91,8 +91,8 @@ def test_one_round_of_a_point_far_from_the_other_is_an_outlying_speed():
     from specgauge.analysis.health import OUTLYING_ROUND, outlying_round_warnings
 
     slow = 100.0 * (1 - OUTLYING_ROUND) / (1 + OUTLYING_ROUND) - 1.0   # just past the threshold, relative to the mean
-    warnings = outlying_round_warnings([("concurrency 4", "baseline", 0, 100.0, slow),
-                                        ("concurrency 4", "speculative", 0, 100.0, 95.0),
-                                        ("concurrency 16", "baseline", 0, None, 40.0)])
-    assert [w.code for w in warnings] == ["outlying_round"]
+    warnings = outlying_round_warnings([("concurrency 4", "baseline", 0, 100.0, slow, 4),
+                                        ("concurrency 4", "speculative", 0, 100.0, 95.0, 4),
+                                        ("concurrency 16", "baseline", 0, None, 40.0, 16)])
+    assert [(w.code, w.arm, w.concurrency) for w in warnings] == [("outlying_round", "baseline", 4)]
     assert warnings[0].message.startswith("concurrency 4: the baseline arm ran at 100.0 tok/s in round 1")

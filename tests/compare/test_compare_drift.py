@@ -90,3 +90,8 @@ async def test_a_round_measured_at_an_outlying_speed_flags_its_points(tmp_path):
     assert len(flagged) == 2, flagged   # both baseline points, not the steady speculative arm
     assert all("the baseline arm" in m for m in flagged)
     assert {m.split(":")[0] for m in flagged} == {"single-stream coding", "concurrency 1"}
+    from specgauge.report.report_data import report_from_compare
+
+    baseline, speculative = report_from_compare(result).arms   # the sweep point is flagged in the report
+    assert [p.flagged for p in baseline.points] == [True] and "round 1" in baseline.points[0].flag_reason
+    assert [p.flagged for p in speculative.points] == [False]

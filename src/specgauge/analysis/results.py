@@ -225,6 +225,8 @@ class HealthWarning(_Frozen):
                   "outlying_round"]
     message: str
     domain: str | None = None      # the domain it concerns (None: all stages pooled)
+    arm: str | None = None         # outlying_round: the arm, and the sweep point's concurrency (None: single stream)
+    concurrency: int | None = None
 
 
 class ArmDescription(_Frozen):

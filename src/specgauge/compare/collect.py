@@ -330,7 +330,8 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                           server_accept=float(np.mean(server_accepts)) if server_accepts else None,
                           domains_checked=any(v is not None for v in accept_by_domain.values()))
         + drift_warnings(repeated)
-        + outlying_round_warnings([(_point_label(stage_name, level), arm, first_round, first, second)
+        + outlying_round_warnings([(_point_label(stage_name, level), arm, first_round, first, second,
+                                    level if stage_name.startswith(SWEEP_PREFIX) else None)
                                    for stage_name, level, base, spec in cells
                                    for arm, samples in (("baseline", base), ("speculative", spec))
                                    for first_round, first, second in _numbered_round_repeats(samples)]),
