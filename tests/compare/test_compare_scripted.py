@@ -151,6 +151,8 @@ def test_a_second_arm_that_fails_to_start_keeps_the_first_arms_runs(tmp_path):
     assert len(errors) == 1
     assert "speculative arm exited with code 3" in errors[0] and "error: no drafter at /nope" in errors[0]
     assert "compare --resume c1" in errors[0] and "log " in errors[0]
+    shown = (done.stdout + done.stderr).replace("\n", "")   # each arm's log is named as it starts
+    assert "specgauge-baseline-" in shown and "specgauge-speculative-" in shown
     with Store.open(db, create=False) as store:
         links = store.comparison_runs(1)
         assert store.get_comparison(1).status == "failed"
