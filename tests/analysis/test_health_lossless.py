@@ -85,3 +85,14 @@ def test_the_servers_point_figure_stands_in_when_requests_carry_no_acceptance():
     spec = [record([1] + [6] * 10, index=i) for i in range(5)]       # 6 tokens per chunk, no per-request value
     assert "chunks_disagree_with_server" in codes(health_warnings(spec, [], max_tokens=None, server_accept=3.0))
     assert "accept_length_one" in codes(health_warnings([record([1] * 9, index=0)], [], None, server_accept=1.01))
+
+
+def test_one_round_of_a_point_far_from_the_other_is_an_outlying_speed():
+    from specgauge.analysis.health import OUTLYING_ROUND, outlying_round_warnings
+
+    slow = 100.0 * (1 - OUTLYING_ROUND) / (1 + OUTLYING_ROUND) - 1.0   # just past the threshold, relative to the mean
+    warnings = outlying_round_warnings([("concurrency 4", "baseline", 0, 100.0, slow, 4),
+                                        ("concurrency 4", "speculative", 0, 100.0, 95.0, 4),
+                                        ("concurrency 16", "baseline", 0, None, 40.0, 16)])
+    assert [(w.code, w.arm, w.concurrency) for w in warnings] == [("outlying_round", "baseline", 4)]
+    assert warnings[0].message.startswith("concurrency 4: the baseline arm ran at 100.0 tok/s in round 1")

@@ -139,3 +139,31 @@ async def test_detect_model_and_fingerprint():
     dead = Endpoint(refused_url(), api="sglang")
     assert await detect_model(dead) is None
     assert (await fingerprint(dead))["models"] is None
+
+
+SGLANG_DETAILS = {"spec_verify_ct": 4, "spec_accept_length": 3.0, "spec_num_correct_drafts": 8,
+                  "spec_num_proposed_drafts": 12, "spec_correct_drafts_histogram": [0, 0, 4]}
+
+
+@pytest.mark.parametrize("owned_by, asked", [("sglang", True), ("vllm", False), ("specgauge-test", False)])
+async def test_spec_token_details_are_asked_of_sglang_only_and_read(tmp_path, owned_by, asked):
+    """Issue 16: SGLang's OpenAI routes return per-request speculation (``sglext.spec_tokens_details``)
+    when asked with ``return_spec_tokens_details``; a strict server refuses the unknown field, so it
+    goes to a server the probe showed to be SGLang only."""
+    from specgauge.load.bench import run_benchmark
+    from specgauge.load.bench_config import BenchConfig
+    from specgauge.store import Store
+    from specgauge.testing.scripted_server import Script
+
+    script = Script(ttft_s=0.001, chunk_delay_s=0.001, num_chunks=4, tokens_per_chunk=3,
+                    openai_extra={"sglext": {"spec_tokens_details": SGLANG_DETAILS}} if asked else {})
+    with ScriptedServer(script, owned_by=owned_by) as server, Store.open(tmp_path / "b.db") as store:
+        summary = await run_benchmark(BenchConfig(url=server.url, api="openai-chat", suite="coding",
+                                                  num_requests=2, warmup=0), store)
+        records = [r for p in store.get_points(summary.run_id) for r in store.get_requests(p.id)]
+        bodies = list(server.requests_seen)
+    assert [("return_spec_tokens_details" in b) for b in bodies] == [asked] * len(bodies)
+    assert records and all(r.ok for r in records)
+    if asked:
+        assert all((r.spec_verify_ct, r.spec_correct_drafts, r.spec_proposed_drafts) == (4, 8, 12) for r in records)
+        assert all(r.spec_accept_histogram == [0, 0, 4] for r in records)

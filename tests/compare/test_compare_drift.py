@@ -58,3 +58,40 @@ async def test_a_domain_with_acceptance_near_one_alarms_though_the_mean_is_fine(
     assert result.acceptance_by_domain["encyclopedic"] == pytest.approx(1.03)
     alarms = [w for w in result.health if w.code == "accept_length_one"]
     assert [w.domain for w in alarms] == ["encyclopedic"] and "encyclopedic: acceptance length is 1.03" in alarms[0].message
+
+
+async def test_a_round_measured_at_an_outlying_speed_flags_its_points(tmp_path):
+    """Issue 16: a slow minute on one arm made a fake verdict; a round whose speed is far from the
+    arm's other round at the same point is flagged. The baseline server turns 4x slower after its
+    first round's requests (a count, not a time)."""
+    import dataclasses
+    import itertools
+
+    from specgauge.testing.scripted_server import Script, ScriptedServer
+
+    class SlowsDownServer(ScriptedServer):
+        served = itertools.count()
+
+        def _script_for(self, prompt):
+            script = super()._script_for(prompt)
+            if next(self.served) >= 12:   # 6 single-stream + 6 sweep requests make round 1
+                return dataclasses.replace(script, chunk_delay_s=script.chunk_delay_s * 4)
+            return script
+
+    baseline = SlowsDownServer(Script(ttft_s=0.001, chunk_delay_s=0.004, num_chunks=12))
+    speculative = ScriptedServer(Script(ttft_s=0.001, chunk_delay_s=0.004, num_chunks=4, tokens_per_chunk=3))
+    with baseline, speculative, Store.open(tmp_path / "c.db") as store:
+        plan = ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value=baseline.url),
+                           speculative=ArmConfig(name="speculative", kind="url", value=speculative.url),
+                           api="sglang", raw_chat_format=True, domains=("coding",), concurrency=(1,),
+                           num_requests_single=6, num_requests_sweep=6, warmup=0, rounds=2, bootstrap_resamples=200)
+        result = await run_comparison(plan, store)
+    flagged = [w.message for w in result.health if w.code == "outlying_round"]
+    assert len(flagged) == 2, flagged   # both baseline points, not the steady speculative arm
+    assert all("the baseline arm" in m for m in flagged)
+    assert {m.split(":")[0] for m in flagged} == {"single-stream coding", "concurrency 1"}
+    from specgauge.report.report_data import report_from_compare
+
+    baseline, speculative = report_from_compare(result).arms   # the sweep point is flagged in the report
+    assert [p.flagged for p in baseline.points] == [True] and "round 1" in baseline.points[0].flag_reason
+    assert [p.flagged for p in speculative.points] == [False]

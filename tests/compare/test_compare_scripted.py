@@ -118,6 +118,48 @@ def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_pat
     assert "baseline arm exited with code 3" in errors[0] and "error: no model at /nope" in errors[0]
 
 
+def test_launched_arms_alternate_in_two_rounds_by_default(tmp_path):
+    out = tmp_path / "verdict.json"
+    done = run_cli(
+        "compare", "--api", "sglang", "--raw-chat-format",
+        "--baseline-cmd", launch_command({"ttft_s": 0.002, "chunk_delay_s": 0.002, "num_chunks": 6}),
+        "--speculative-cmd", launch_command({"ttft_s": 0.002, "chunk_delay_s": 0.002, "num_chunks": 2,
+                                             "tokens_per_chunk": 3}),
+        "--domains", "coding", "--concurrency", "1", "--num-requests", "3", "--sweep-requests", "3",
+        "--warmup", "0", "--resamples", "200", "--output-json", str(out), "--db", str(tmp_path / "c.db"))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(out.read_text())
+    assert document["settings"]["rounds"] == 2
+    assert all(len(stage["baseline_run_ids"]) == 2 and len(stage["speculative_run_ids"]) == 2
+               for stage in document["stages"])
+    # A B | B A: the baseline's round-1 runs come first, the speculative arm's round-2 runs before the baseline's
+    single = document["stages"][0]
+    assert single["baseline_run_ids"][0] < single["speculative_run_ids"][0]
+    assert single["speculative_run_ids"][1] < single["baseline_run_ids"][1]
+
+
+def test_a_second_arm_that_fails_to_start_keeps_the_first_arms_runs(tmp_path):
+    script = 'import sys; print("error: no drafter at /nope"); sys.exit(3)'
+    crash = f"{sys.executable} -c '{script}' {{port}}"
+    db = tmp_path / "c.db"
+    done = run_cli("compare", "--api", "sglang", "--raw-chat-format",
+                   "--baseline-cmd", launch_command({"ttft_s": 0.002, "chunk_delay_s": 0.002, "num_chunks": 4}),
+                   "--speculative-cmd", crash, "--domains", "coding", "--concurrency", "1", "--num-requests", "3",
+                   "--sweep-requests", "3", "--warmup", "0", "--db", str(db), log_dir=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("specgauge: error:")]
+    assert len(errors) == 1
+    assert "speculative arm exited with code 3" in errors[0] and "error: no drafter at /nope" in errors[0]
+    assert "compare --resume c1" in errors[0] and "log " in errors[0]
+    shown = (done.stdout + done.stderr).replace("\n", "")   # each arm's log is named as it starts
+    assert "specgauge-baseline-" in shown and "specgauge-speculative-" in shown
+    with Store.open(db, create=False) as store:
+        links = store.comparison_runs(1)
+        assert store.get_comparison(1).status == "failed"
+        kept = [link for link in links if link.arm == "baseline"]
+        assert kept and all(p.status == "done" for link in kept for p in store.get_points(link.run_id))
+
+
 @pytest.mark.parametrize("args, message", [
     (["--speculative", "http://127.0.0.1:9"], "missing the baseline arm"),
     (["--baseline", "http://127.0.0.1:9", "--baseline-cmd", "x {port}", "--speculative", "http://127.0.0.1:9"],
@@ -305,3 +347,14 @@ def test_compare_resume_misuse_is_one_line(cli_here, tmp_path):
                       "--concurrency", "1,1000000000", "--db", str(tmp_path / "new.db")),
              "--concurrency: 1,000,000,000 connections need about")
     assert not (tmp_path / "new.db").exists()
+
+
+def test_a_plan_with_a_launched_arm_defaults_to_two_rounds():
+    command = ArmConfig(name="baseline", kind="command", value="serve --port {port}")
+    url = ArmConfig(name="speculative", kind="url", value="http://127.0.0.1:9")
+    assert ComparePlan(baseline=command, speculative=url).rounds == 2
+    assert ComparePlan(baseline=command, speculative=url, rounds=3).rounds == 3
+    assert ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value="http://127.0.0.1:8"),
+                       speculative=url).rounds == 1
+    stored = ComparePlan(baseline=command, speculative=url, rounds=1).model_dump(mode="json")
+    assert ComparePlan.model_validate(stored).rounds == 1   # a stored plan keeps its rounds (compare --resume)

@@ -161,6 +161,7 @@ def health_warnings(speculative: Sequence[RequestRecord], baseline: Sequence[Req
 
 
 DRIFT_WARNING = 0.10   # the same arm, measured twice alike, differing by more than this
+OUTLYING_ROUND = 0.25  # one round of an arm's point this far from its other round: an outlying speed
 
 
 def drift_warnings(repeats: Sequence[tuple[str, float | None, float | None, str]]) -> tuple[HealthWarning, ...]:
@@ -182,6 +183,32 @@ def drift_warnings(repeats: Sequence[tuple[str, float | None, float | None, str]
                         f"({drift:.0%} apart): the machine's speed drifted during the comparison; the intervals "
                         f"include that drift, so differences between the arms smaller than it are not claimed (use "
                         f"a quieter machine, or --rounds 2 or more)"))
+    return tuple(warnings)
+
+
+def outlying_round_warnings(rounds: Sequence[tuple[str, str, int, float | None, float | None, int | None]]
+                            ) -> tuple[HealthWarning, ...]:
+    """Warnings for points where one arm's speed in consecutive rounds differs by more than
+    :data:`OUTLYING_ROUND` (relative to their mean), on the same prompts.
+
+    ``rounds``: ``(point label, arm, first round number, tok/s in that round, tok/s in the next,
+    the sweep point's concurrency or None)``; the warning carries the arm and concurrency so the
+    report can flag the point.
+    A launched arm runs alone for a whole round, so a slow minute of the machine lands on one arm's
+    point only; the flag names the point so its ratio is read with care (the interval includes the
+    drift all the same)."""
+    warnings = []
+    for point, arm, first_round, first, second, concurrency in rounds:
+        if not first or not second:
+            continue
+        apart = abs(first - second) / ((first + second) / 2)
+        if apart > OUTLYING_ROUND:
+            warnings.append(HealthWarning(
+                code="outlying_round", arm=arm, concurrency=concurrency,
+                message=f"{point}: the {arm} arm ran at {first:,.1f} tok/s in round {first_round + 1} and "
+                        f"{second:,.1f} in round {first_round + 2} ({apart:.0%} apart, over {OUTLYING_ROUND:.0%}) on the "
+                        f"same prompts: one round was measured at an outlying speed, so this point's ratio is "
+                        f"uncertain beyond its requests (rerun on a quieter machine or with more --rounds)"))
     return tuple(warnings)
 
 

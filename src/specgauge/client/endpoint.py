@@ -19,7 +19,8 @@ class Endpoint:
     ``Authorization: Bearer``; when it is None, ``OPENAI_API_KEY`` from the environment is used.
     ``model`` None means "auto-detect from ``/v1/models``" (the runner does it once per point).
     ``tokenizer_path`` names a local ``tokenizer.json`` for counting tokens per chunk when the
-    server gives no cumulative counts.
+    server gives no cumulative counts. ``server`` is what the probe showed the server to be
+    (``"sglang"``), so that engine-specific request fields go to that engine only.
     """
 
     base_url: str
@@ -28,6 +29,7 @@ class Endpoint:
     api_key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     tokenizer_path: str | None = None
+    server: str | None = None   # "sglang" once the probe has shown it (probe.server_of); None: unknown
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):

@@ -61,6 +61,19 @@ def is_vllm_models(models: object) -> bool:
     return bool(data) and all(isinstance(m, dict) and m.get("owned_by") == "vllm" for m in data)
 
 
+def server_of(fingerprint_: dict | None) -> str | None:
+    """``"sglang"`` when the fingerprint's ``/v1/models`` is SGLang's (every model ``owned_by:
+    "sglang"``: ``ModelCard`` in ``python/sglang/srt/entrypoints/openai/protocol.py``), ``"vllm"``
+    when it is vLLM's, else None (unknown, our engine, any other server)."""
+    models = (fingerprint_ or {}).get("models")
+    if is_vllm_models(models):
+        return "vllm"
+    data = models.get("data") if isinstance(models, dict) else None
+    if data and all(isinstance(m, dict) and m.get("owned_by") == "sglang" for m in data):
+        return "sglang"
+    return None
+
+
 async def fingerprint(endpoint: Endpoint) -> dict:
     """What the server says it is: ``/v1/models`` JSON, SGLang server info when present, and
     identifying response headers (``server``, ...). Never raises; missing parts are None.

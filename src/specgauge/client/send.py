@@ -33,6 +33,12 @@ from specgauge.client.sse import DONE, SSEDecoder, SSEEvent
 from specgauge.client.tokens import assign_chunk_tokens
 from specgauge.suites.model import SuiteRequest
 
+# SGLang's OpenAI routes return per-request speculation details when asked:
+# ``ChatCompletionRequest.return_spec_tokens_details`` / ``CompletionRequest.return_spec_tokens_details``
+# (python/sglang/srt/entrypoints/openai/protocol.py) put ``sglext.spec_tokens_details`` on the
+# response, built by ``spec_tokens_details_from_meta_info`` (python/sglang/srt/entrypoints/openai/utils.py).
+SPEC_DETAILS_APIS = ("openai-chat", "openai-completions")
+
 ERROR_BODY_BYTES = 2000
 
 
@@ -146,9 +152,12 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
                            api=endpoint.api, scheduled_ns=scheduled_ns)
     state = StreamState()
     try:
-        body = orjson.dumps(adapter.build_body(
+        fields = adapter.build_body(
             request, model=endpoint.model, max_tokens=max_tokens or request.max_tokens,
-            temperature=temperature, tokenizer_path=endpoint.tokenizer_path, ignore_eos=ignore_eos))
+            temperature=temperature, tokenizer_path=endpoint.tokenizer_path, ignore_eos=ignore_eos)
+        if endpoint.server == "sglang" and endpoint.api in SPEC_DETAILS_APIS:
+            fields["return_spec_tokens_details"] = True   # SGLang only: a strict server refuses unknown fields
+        body = orjson.dumps(fields)
         url = parsed_url(endpoint, adapter.path)
         headers = request_headers(endpoint)
     except Exception as exc:  # a bad chat template, say: still a record, never an exception

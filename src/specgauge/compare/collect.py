@@ -15,7 +15,8 @@ from specgauge.analysis import definitions
 from specgauge.analysis.crossover import find_crossover
 from specgauge.analysis.drift import estimate_drift, with_drift
 from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, counted, domain_acceptance_warnings,
-                                       drift_warnings, health_warnings, mean_accept_length, mean_tokens_per_chunk)
+                                       drift_warnings, health_warnings, mean_accept_length, mean_tokens_per_chunk,
+                                       outlying_round_warnings)
 from specgauge.analysis.lossless import check_losslessness
 from specgauge.analysis.paired import RatioEstimate, ratio_of_statistic, ratio_of_sums
 from specgauge.analysis.summary import summarize
@@ -219,14 +220,26 @@ def _repeated_measurements(stages: Sequence[StageRuns], cells: dict[str, tuple[A
 def _round_repeats(samples: ArmSamples) -> list[tuple[float | None, float | None]]:
     """One arm's point measured in consecutive rounds: Σ tokens / Σ E2E over the prompts both rounds
     sent, per pair of consecutive rounds (the same arm and prompts at two moments)."""
+    return [(first, second) for _, first, second in _numbered_round_repeats(samples)]
+
+
+def _numbered_round_repeats(samples: ArmSamples) -> list[tuple[int, float | None, float | None]]:
+    """:func:`_round_repeats` with the first round's number of each pair."""
     rounds = sorted({r for r, _ in samples.keys})
     by_round = {r: [rec for (k, _), rec in zip(samples.keys, samples.records) if k == r] for r in rounds}
     repeats = []
     for first, second in zip(rounds, rounds[1:]):
         prompts = {r.prompt_index for r in by_round[first]} & {r.prompt_index for r in by_round[second]}
         if prompts:
-            repeats.append((_rate_on(by_round[first], prompts), _rate_on(by_round[second], prompts)))
+            repeats.append((first, _rate_on(by_round[first], prompts), _rate_on(by_round[second], prompts)))
     return repeats
+
+
+def _point_label(stage_name: str, level: int) -> str:
+    """A point as the verdict names it: ``single-stream coding``, ``concurrency 16``."""
+    if stage_name.startswith(SINGLE_PREFIX):
+        return f"single-stream {stage_name[len(SINGLE_PREFIX):]}"
+    return f"concurrency {level}"
 
 
 def _domain_acceptance(spec: ArmSamples) -> float | None:
@@ -316,7 +329,12 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         + health_warnings(all_spec, all_base, settings.max_tokens,
                           server_accept=float(np.mean(server_accepts)) if server_accepts else None,
                           domains_checked=any(v is not None for v in accept_by_domain.values()))
-        + drift_warnings(repeated),
+        + drift_warnings(repeated)
+        + outlying_round_warnings([(_point_label(stage_name, level), arm, first_round, first, second,
+                                    level if stage_name.startswith(SWEEP_PREFIX) else None)
+                                   for stage_name, level, base, spec in cells
+                                   for arm, samples in (("baseline", base), ("speculative", spec))
+                                   for first_round, first, second in _numbered_round_repeats(samples)]),
         tokens_per_chunk={"baseline": chunk_histogram(all_base), "speculative": chunk_histogram(all_spec)},
         acceptance_by_position=acceptance_by_position(all_spec),
         acceptance_by_domain={d.domain: d.accept_length for d in single},

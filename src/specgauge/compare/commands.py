@@ -57,6 +57,59 @@ def _arm_options(function):
     return function
 
 
+def _profile_options(function):
+    """``--engine`` and its knobs: both arms' command lines built by :mod:`specgauge.compare.launch_profiles`."""
+    from specgauge.compare.launch_profiles import DEFAULT_NUM_SPECULATIVE_TOKENS, ENGINES
+
+    for option in reversed((
+        click.option("--engine", type=click.Choice(ENGINES),
+                     help="build both arms: ENGINE serving --model without speculation, and with --method "
+                          "(the commands are printed; copy them into --baseline-cmd/--speculative-cmd to edit)"),
+        click.option("--method", "--speculative-algorithm", "method", metavar="METHOD",
+                     help="with --engine: eagle3, eagle, ngram, draft_model, mtp (the engine's own name is written)"),
+        click.option("--draft-model", metavar="PATH", help="with --engine: the drafter (EAGLE-3 head, draft model)"),
+        click.option("--num-speculative-tokens", type=click.IntRange(min=1),
+                     help=f"with --engine: draft tokens per verify step (default {DEFAULT_NUM_SPECULATIVE_TOKENS}; "
+                          f"SGLang's --speculative-num-steps)"),
+        click.option("--eagle-topk", type=click.IntRange(min=1),
+                     help="with --engine sglang|specgauge: draft-tree branching (default 1: a chain)"),
+        click.option("--server-args", metavar="ARGS",
+                     help="with --engine: more server arguments for both arms, e.g. \"--max-num-seqs 64\""),
+    )):
+        function = option(function)
+    return function
+
+
+PROFILE_KNOBS = ("method", "draft_model", "num_speculative_tokens", "eagle_topk", "server_args")
+
+
+def _profile_arms(options: dict):
+    """Both arms built from ``--engine`` (None without it); printed so the user can copy and edit them."""
+    from specgauge.compare.launch_profiles import DEFAULT_NUM_SPECULATIVE_TOKENS, LaunchProfile, build_arm_commands
+    from specgauge.compare.plan import ArmConfig
+
+    if options["engine"] is None:
+        given = [name for name in PROFILE_KNOBS if options[name] is not None]
+        if given:
+            raise click.UsageError(f"--{given[0].replace('_', '-')} builds an arm with --engine; give --engine too")
+        return None
+    raw = [f"--{name}{suffix}" for name in ("baseline", "speculative") for suffix in ("", "-cmd", "-engine")
+           if options[name + suffix.replace("-", "_")] is not None]
+    if raw:
+        raise click.UsageError(f"give either --engine or the arms themselves, not both ({raw[0]})")
+    if not options["method"]:
+        raise click.UsageError("--engine needs --method (eagle3, eagle, ngram, draft_model, mtp)")
+    commands = build_arm_commands(LaunchProfile(
+        engine=options["engine"], model=options["model"], method=options["method"],
+        draft_model=options["draft_model"],
+        num_speculative_tokens=options["num_speculative_tokens"] or DEFAULT_NUM_SPECULATIVE_TOKENS,
+        eagle_topk=options["eagle_topk"] or 1, server_args=options["server_args"] or ""))
+    click.echo(f"baseline arm:    {commands.baseline}\nspeculative arm: {commands.speculative}\n"
+               f"(to edit them: specgauge compare {commands.as_options()} ...)", err=True)
+    return (ArmConfig(name="baseline", kind=commands.kind, value=commands.baseline),
+            ArmConfig(name="speculative", kind=commands.kind, value=commands.speculative))
+
+
 def _check_outputs(output_json: str | None, output_dir: str | None) -> None:
     """Fail before measuring anything when the results could not be written."""
     if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
@@ -111,6 +164,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 
 @click.command("compare", cls=PeerFlagsCommand)
 @_arm_options
+@_profile_options
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--domains", default="coding,encyclopedic", show_default=True,
               help="built-in domain suites for single stream (ignored with --suite)")
@@ -126,8 +180,9 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="warm-up requests per point and arm")
-@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--model", help="model name (else auto-detected per arm)")
+@click.option("--rounds", type=click.IntRange(min=1),
+              help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
+@click.option("--model", help="model name (else auto-detected per arm); with --engine, the model the arms serve")
 @click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False),
               help="tokenizer.json: tokens per chunk when the server sends no counts; its chat template for sglang")
 @click.option("--api-key", help="bearer token (else $OPENAI_API_KEY); never stored")
@@ -161,6 +216,9 @@ def compare_command(**options) -> None:
         _resume(options, api_key)
         return
     if options["against_baseline"]:
+        if options["engine"]:
+            raise click.UsageError("--against-baseline measures one arm: give it as --baseline*/--speculative*, "
+                                   "not --engine")
         from specgauge.load.peer_flags import refuse_workload_flags
 
         refuse_workload_flags(click.get_current_context(), "--against-baseline takes its prompts and settings "
@@ -168,8 +226,13 @@ def compare_command(**options) -> None:
         sys.exit(_against_baseline(options, api_key))
     if options["allow_suite_change"] or options["allow_server_change"]:
         raise click.UsageError("--allow-suite-change / --allow-server-change need --against-baseline")
-    baseline = _arm("baseline", options["baseline"], options["baseline_cmd"], options["baseline_engine"])
-    speculative = _arm("speculative", options["speculative"], options["speculative_cmd"], options["speculative_engine"])
+    profile_arms = _profile_arms(options)
+    if profile_arms is not None:
+        baseline, speculative = profile_arms
+    else:
+        baseline = _arm("baseline", options["baseline"], options["baseline_cmd"], options["baseline_engine"])
+        speculative = _arm("speculative", options["speculative"], options["speculative_cmd"],
+                           options["speculative_engine"])
     if options["verify"]:
         from specgauge.compare.verify import require_threshold_flag
 
@@ -186,7 +249,8 @@ def compare_command(**options) -> None:
             suite=options["suite"], sweep_suite=options["sweep_suite"], **compare_settings(options),
             num_requests_single=options["num_requests"],
             max_tokens=options["max_tokens"], seed=options["seed"], temperature=options["temperature"],
-            warmup=options["warmup"], rounds=options["rounds"], model=options["model"],
+            warmup=options["warmup"], rounds=options["rounds"],
+            model=None if profile_arms is not None else options["model"],   # served names: auto-detected
             tokenizer=options["tokenizer"], label=options["label"],
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key)
     except ValidationError as exc:

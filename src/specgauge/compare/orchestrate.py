@@ -148,14 +148,13 @@ def _arms_up(specs: list[ArmSpec], plan: ComparePlan, log_dir: Path | None,
             if not spec.launched:
                 arms.urls[spec.name] = spec.value
                 continue
-            if announce:
-                announce(f"starting the {spec.name} arm: {spec.describe()}")
+            server = None if spec.kind == "engine" else LaunchedServer(spec, start_timeout_s=plan.start_timeout_s,
+                                                                         log_dir=log_dir)
+            if announce:   # a launched arm's log is named up front: a slow start can be watched there
+                announce(f"starting the {spec.name} arm: {spec.describe()}"
+                         + (f" (log {server.log_path})" if server is not None else ""))
             started = time.monotonic()
-            if spec.kind == "engine":
-                handle = stack.enter_context(_engine(spec, plan))
-            else:
-                handle = stack.enter_context(LaunchedServer(spec, start_timeout_s=plan.start_timeout_s,
-                                                            log_dir=log_dir))
+            handle = stack.enter_context(_engine(spec, plan) if server is None else server)
             arms.urls[spec.name] = handle.url
             arms.started[spec.name] = (spec, handle)
             if announce:

@@ -12,6 +12,9 @@ from specgauge.load.bench_config import BenchConfig
 SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
 SINGLE_PREFIX = "single:"
 SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
+# Default rounds when an arm is a launch command: its arms run one after the other, so one round
+# would put a slow minute on one arm only; two run A B | B A. Other arms are up at once (ABBA by point): 1.
+LAUNCHED_ROUNDS = 2
 
 
 class ArmConfig(BaseModel):
@@ -46,7 +49,7 @@ class ComparePlan(BaseModel):
     first domain's suite), one run per arm and concurrency so that each point has its own request
     count: ``num_requests_sweep`` when given, else max(``sweep_min_requests``,
     ``sweep_requests_per_user`` x concurrency). ``rounds`` repeats everything; rounds pool as more
-    requests.
+    requests; left out, it is 2 when an arm is a launch command (A B | B A), else 1.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,7 +70,7 @@ class ComparePlan(BaseModel):
     seed: int = 0
     temperature: float = Field(default=0.0, ge=0)
     warmup: int = Field(default=2, ge=0)
-    rounds: int = Field(default=1, ge=1)
+    rounds: int = Field(default=1, ge=1)   # left out: LAUNCHED_ROUNDS when an arm is a launch command, else 1
     model: str | None = None
     tokenizer: str | None = None   # tokenizer.json: chat template for /generate, tokens per chunk when uncounted
     label: str = "speculation"
@@ -76,6 +79,16 @@ class ComparePlan(BaseModel):
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
     api_key: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_rounds(cls, data: object) -> object:
+        """``rounds`` left out (or None): :data:`LAUNCHED_ROUNDS` when an arm is a launch command, else 1."""
+        if isinstance(data, dict) and data.get("rounds") is None:
+            kinds = [getattr(arm, "kind", None) if not isinstance(arm, dict) else arm.get("kind")
+                     for arm in (data.get("baseline"), data.get("speculative"))]
+            data = {**data, "rounds": LAUNCHED_ROUNDS if "command" in kinds else 1}
+        return data
 
     @field_validator("concurrency")
     @classmethod

@@ -17,7 +17,7 @@ from specgauge import __version__
 from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_point, server_spec_as_dict,
                                           window_from_records)
 from specgauge.analysis.saturation import load_warnings
-from specgauge.client.probe import check_reachable, detect_model, fingerprint
+from specgauge.client.probe import check_reachable, detect_model, fingerprint, server_of
 from specgauge.errors import UserError
 from specgauge.load.bench_config import REDACTED, BenchConfig
 from specgauge.load.plan import Endpoint, PointSpec
@@ -155,6 +155,7 @@ async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | 
     specs = config.point_specs()
     endpoint = _endpoint(config, model)
     server = await fingerprint(endpoint)
+    endpoint = dataclasses.replace(endpoint, server=server_of(server))   # probed once, remembered
     run_id = store.create_run(
         tool_version=__version__, host=platform.node(), url=config.url, api=config.api, model=model,
         config=config.stored(), suite_name=suite.name, suite_version=suite.version,
@@ -220,7 +221,7 @@ def _restore_run(run: RunRow, *, api_key: str | None, headers: tuple[tuple[str, 
         raise UserError(f"run {run.id} used suite {run.suite_name}@{run.suite_version} with hash "
                         f"{run.suite_hash[:12]}, but '{config.suite}' now has hash {suite.content_hash[:12]}; "
                         f"the prompts changed, so the run cannot be resumed")
-    return config, suite, _endpoint(config, run.model)
+    return config, suite, dataclasses.replace(_endpoint(config, run.model), server=server_of(run.server_fingerprint))
 
 
 async def reopen_run(run_id: int, store: Store, progress: BenchProgress | None = None, *, url: str | None = None,

@@ -195,13 +195,16 @@ def report_from_run(store: Store, run_id: int) -> ReportData:
 def _compare_arm(result: "CompareResult", role: Literal["baseline", "speculative"]) -> ArmData:
     description = result.arm(role)
     points = []
+    outlying = {w.concurrency: w.message for w in result.health
+                if w.code == "outlying_round" and w.arm == role and w.concurrency is not None}
     for sweep_point in sorted(result.sweep, key=lambda p: p.concurrency):
         figures = getattr(sweep_point, role)
+        reason = outlying.get(sweep_point.concurrency)
         points.append(ArmPoint(
             concurrency=sweep_point.concurrency, output_tokens_per_s=figures.output_tok_s,
             ttft_ms=figures.ttft_ms.model_dump(), tpot_ms=figures.tpot_ms.model_dump(),
             accept_length=figures.accept_length, num_ok=figures.num_ok, num_errors=figures.num_errors,
-            flagged=False, flag_reason=None))
+            flagged=reason is not None, flag_reason=reason.split(": ", 1)[1] if reason else None))
     by_domain: tuple[DomainAccept, ...] = ()
     by_position: tuple[PositionBin, ...] = ()
     if role == "speculative":

@@ -5,7 +5,10 @@ vLLM started with ``--per-request-spec-decode-metrics summary|detailed`` adds
 ``vllm/entrypoints/generate/base/protocol.py``: ``mean_acceptance_length``,
 ``draft_acceptance_rate``, ``acceptance_histogram``, ``num_spec_steps``,
 ``num_accepted_draft_tokens``, ``num_draft_tokens``, ``num_spec_tokens``) to the last, usage-bearing
-chunk of a stream (``chat_completion/serving.py``)."""
+chunk of a stream (``chat_completion/serving.py``); SGLang asked with ``return_spec_tokens_details``
+adds ``sglext.spec_tokens_details`` (``SglExt``/``SpecTokensDetails`` in
+``python/sglang/srt/entrypoints/openai/protocol.py``: ``spec_verify_ct``, ``spec_accept_length``,
+``spec_num_correct_drafts``, ``spec_num_proposed_drafts``, ``spec_correct_drafts_histogram``)."""
 
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ def parse_openai_event(data: str, record: RequestRecord) -> tuple[dict | None, i
     if record.server_request_id is None:
         record.server_request_id = obj.get("id")
     cumulative = None
-    if not choices or obj.get("usage") or obj.get("metrics") or "spec_accept_length" in obj:  # rarer events
+    if not choices or obj.get("usage") or obj.get("metrics") or "spec_accept_length" in obj or "sglext" in obj:
         if "error" in obj or obj.get("object") == "error":
             raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server error event: {server_error_message(obj)}")
         cumulative = read_usage(obj, record)
@@ -57,6 +60,11 @@ def read_usage(obj: dict, record: RequestRecord) -> int | None:
     metrics = obj.get("metrics")
     if isinstance(metrics, dict) and isinstance(metrics.get("speculative_decoding"), dict):
         read_vllm_spec_metrics(metrics["speculative_decoding"], record)
+    extension = obj.get("sglext")
+    if isinstance(extension, dict) and isinstance(extension.get("spec_tokens_details"), dict):
+        from specgauge.client.adapters.sglang import read_spec_details
+
+        read_spec_details(extension["spec_tokens_details"], record)
     return completion
 
 

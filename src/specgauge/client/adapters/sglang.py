@@ -31,6 +31,19 @@ def read_meta_info(meta: dict, record: RequestRecord) -> None:
     copy_token_counts(meta, record)
     if record.server_request_id is None and meta.get("id") is not None:
         record.server_request_id = str(meta["id"])
+    read_spec_details(meta, record)
+    reason = meta.get("finish_reason")
+    if reason:
+        kind = reason.get("type") if isinstance(reason, dict) else str(reason)
+        if kind == "abort":
+            message = reason.get("message") if isinstance(reason, dict) else None
+            raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server aborted the request: {message or reason}")
+        record.finish_reason = kind
+
+
+def read_spec_details(meta: dict, record: RequestRecord) -> None:
+    """Copy SGLang's per-request speculation figures (``meta_info``, or the OpenAI routes'
+    ``sglext.spec_tokens_details``, which carries the same names) into ``record``."""
     copy_spec_fields(meta, record)
     for correct_key, proposed_key in DRAFT_COUNT_KEYS:
         if correct_key in meta or proposed_key in meta:
@@ -43,13 +56,6 @@ def read_meta_info(meta: dict, record: RequestRecord) -> None:
         if meta.get(key) is not None:
             record.spec_accept_histogram = [int(x) for x in meta[key]]
             break
-    reason = meta.get("finish_reason")
-    if reason:
-        kind = reason.get("type") if isinstance(reason, dict) else str(reason)
-        if kind == "abort":
-            message = reason.get("message") if isinstance(reason, dict) else None
-            raise EventError(ErrorClass.SERVER_ERROR_EVENT, f"server aborted the request: {message or reason}")
-        record.finish_reason = kind
 
 
 RAW_TEXTS_KEPT = 8  # cumulative-looking events kept verbatim, in case the guess proves wrong
