@@ -15,6 +15,13 @@ def test_demo_plan_is_speculation_off_vs_eagle3_on_the_two_domains_and_a_sweep_t
     assert plan.domains == ("coding", "encyclopedic") and plan.concurrency == (1, 4, 16, 64)
     assert plan.schedule == "abba_by_point" and plan.temperature == 0
     assert [plan.sweep_requests(c) for c in plan.concurrency] == [8, 8, 16, 64]
+    assert plan.rounds == 1 and demo_plan(rounds=3).rounds == 3   # `demo --rounds`, as the verdict advises
+
+
+def test_demo_rounds_misuse_is_one_line():
+    done = subprocess.run([sys.executable, "-m", "specgauge", "demo", "--rounds", "0"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "--rounds" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_demo_says_the_speculative_arm_is_missing_instead_of_faking_one(tmp_path):

@@ -464,13 +464,15 @@ def baseline_list(db: str) -> None:
 @click.option("--output-dir", default="specgauge-demo", show_default=True, help="where report.html and verdict.json go")
 @click.option("--db", help="results store (default: DIR/specgauge.db)")
 @click.option("--quick", is_flag=True, help="fewer requests and a shorter sweep (a smoke test, not a verdict)")
-def demo_command(output_dir: str, db: str | None, quick: bool) -> None:
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="repeat the whole comparison (more pairs; the intervals include the drift between rounds)")
+def demo_command(output_dir: str, db: str | None, quick: bool, rounds: int) -> None:
     """Speculation off vs EAGLE-3 on the embedded engine: single stream on coding and encyclopedic,
     a concurrency sweep, the verdict, report.html and verdict.json in DIR."""
     from specgauge.compare.demo import run_demo
 
     store_path = Path(db) if db else Path(output_dir) / "specgauge.db"
-    result = _run(run_demo(Path(output_dir), db=store_path, quick=quick))
+    result = _run(run_demo(Path(output_dir), db=store_path, quick=quick, rounds=rounds))
     _emit(result, output_json=None, output_dir=output_dir, to_stderr=False, db=str(store_path))
 
 

@@ -51,11 +51,12 @@ def speculative_arm_missing() -> str | None:
 DOMAINS = ("coding", "encyclopedic")
 
 
-def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = None) -> ComparePlan:
+def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = None, rounds: int = 1) -> ComparePlan:
     """The demo's comparison: the same engine with speculation off and with EAGLE-3.
 
     ``domain_suites`` maps a domain to the suite file it runs (the built-in suite cut to the
-    target's context, :func:`prepare_suites`).
+    target's context, :func:`prepare_suites`); ``rounds`` repeats the whole plan (the verdict's
+    intervals then include the drift between rounds).
     """
     return ComparePlan(
         baseline=ArmConfig(name="baseline", kind="engine", value="--speculative-algorithm NONE"),
@@ -67,7 +68,7 @@ def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = Non
         concurrency=(1, 4, 16) if quick else (1, 4, 16, 64),
         num_requests_single=3 if quick else 6, sweep_min_requests=4 if quick else 8, sweep_requests_per_user=1,
         max_tokens=max_tokens(quick), warmup=1, seed=0, temperature=0.0, label="EAGLE-3",
-        bootstrap_resamples=1000)
+        bootstrap_resamples=1000, rounds=rounds)
 
 
 def max_tokens(quick: bool) -> int:
@@ -98,7 +99,8 @@ def prepare_suites(output_dir: Path, *, quick: bool) -> tuple[dict[str, str], li
     return files, notes
 
 
-async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False) -> CompareResult:
+async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False,
+                   rounds: int = 1) -> CompareResult:
     """Run the demo into ``output_dir`` (its store: ``output_dir/specgauge.db`` unless ``db``)."""
     from rich.console import Console
 
@@ -115,7 +117,7 @@ async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = Fa
     except OSError as exc:
         raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
     domain_suites, notes = prepare_suites(output_dir, quick=quick)
-    plan = demo_plan(quick=quick, domain_suites=domain_suites)
+    plan = demo_plan(quick=quick, domain_suites=domain_suites, rounds=rounds)
     console.print(f"[bold]specgauge demo[/]: speculation off vs {plan.label} on the embedded engine "
                   f"({TARGET_DIR.name}); single stream on {', '.join(plan.domains)}, sweep "
                   f"{', '.join(map(str, plan.concurrency))}")
