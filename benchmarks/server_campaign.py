@@ -45,6 +45,7 @@ import httpx
 import openai
 
 from specgauge.engine.launch import EngineProcess
+from specgauge.testing.sockets import closed_by_peer
 
 API_KEY = "campaign-key"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -203,18 +204,6 @@ PARTIAL_HEADS = [
 ]
 
 
-def closed_within(sock: socket.socket, ceiling: float) -> bool:
-    sock.settimeout(ceiling)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except (socket.timeout, TimeoutError):
-        return False
-    except OSError:
-        return True
-
-
 def partial_headers(url: str, tally: Tally, header_timeout: float, count: int = 50) -> None:
     address = host_port(url)
     socks = []
@@ -224,7 +213,7 @@ def partial_headers(url: str, tally: Tally, header_timeout: float, count: int = 
         socks.append(sock)
     ceiling = header_timeout + 30
     with ThreadPoolExecutor(16) as pool:
-        results = list(pool.map(lambda s: closed_within(s, ceiling), socks))
+        results = list(pool.map(lambda s: closed_by_peer(s, ceiling), socks))
     for n, (sock, closed) in enumerate(zip(socks, results)):
         tally.record(closed, f"connection {n} ({PARTIAL_HEADS[n % len(PARTIAL_HEADS)]!r}) still open after {ceiling:.0f}s")
         sock.close()
@@ -233,7 +222,7 @@ def partial_headers(url: str, tally: Tally, header_timeout: float, count: int = 
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         first = sock.recv(4096)
         sock.sendall(b"GET /health HTTP/1.1\r\nHo")
-        tally.record(first.startswith(b"HTTP/1.1 200") and closed_within(sock, ceiling), "keep-alive half head not closed")
+        tally.record(first.startswith(b"HTTP/1.1 200") and closed_by_peer(sock, ceiling), "keep-alive half head not closed")
 
 
 AUTH_CASES = [
@@ -425,6 +414,9 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="comma-separated classes to run")
     args = parser.parse_args()
     only = args.only.split(",") if args.only else CLASSES
+    unknown = [name for name in only if name not in CLASSES]
+    if unknown:
+        parser.error(f"--only: unknown class {', '.join(unknown)} (one of: {', '.join(CLASSES)})")
     serve_args = ["--speculative-algorithm", args.speculative_algorithm, "--served-model-name", "campaign",
                   "--max-running-requests", "64", "--max-waiting-requests", str(max(256, args.connections)),
                   "--header-timeout", str(args.header_timeout)]

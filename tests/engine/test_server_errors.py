@@ -8,19 +8,10 @@ import time
 import httpx
 import pytest
 from engine_testkit import wait_idle
+from server_testkit import CHAT, COMPLETIONS, error_of
 
 from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 
-COMPLETIONS = "/v1/completions"
-CHAT = "/v1/chat/completions"
-
-
-def error_of(response, status):
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert "Traceback" not in error["message"]
-    return error
 
 
 BAD_BODIES = [

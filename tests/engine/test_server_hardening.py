@@ -13,23 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from engine_testkit import wait_idle
+from server_testkit import CHAT, COMPLETIONS, error_of
 from spec_testkit import make_spec_engine
 
 from specgauge.engine import model_runner, sampling
 from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 from specgauge.engine.speculative.config import SpeculativeConfig
+from specgauge.testing.sockets import closed_by_peer
 
-COMPLETIONS = "/v1/completions"
-CHAT = "/v1/chat/completions"
 POISON_SEED = 666
-
-
-def error_of(response, status):
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert "Traceback" not in error["message"]
-    return error
 
 
 BAD_SAMPLING = [
@@ -232,19 +224,6 @@ def test_client_gone_mid_body_is_logged_quietly(server, caplog):
     assert httpx.post(server.url + COMPLETIONS, json={"prompt": "x", "max_tokens": 2}, timeout=30).status_code == 200
 
 
-def closed_by_server(sock, ceiling=30.0):
-    """Whether the server closes ``sock`` within ``ceiling`` seconds (a generous bound)."""
-    sock.settimeout(ceiling)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except (socket.timeout, TimeoutError):
-        return False
-    except ConnectionResetError:
-        return True
-
-
 @pytest.fixture
 def quick_timeout_server(engine):
     with BackgroundServer(engine, ServerSettings(header_timeout_s=0.5, keep_alive_timeout_s=1)) as srv:
@@ -254,9 +233,9 @@ def quick_timeout_server(engine):
 def test_a_half_sent_header_is_closed_by_the_server(quick_timeout_server):
     with socket.create_connection(host_port(quick_timeout_server.url)) as sock:
         sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Ty")
-        assert closed_by_server(sock)
+        assert closed_by_peer(sock, 30.0)
     with socket.create_connection(host_port(quick_timeout_server.url)) as silent:
-        assert closed_by_server(silent)
+        assert closed_by_peer(silent, 30.0)
 
 
 def test_a_keep_alive_connection_that_then_sends_half_a_header_is_closed(quick_timeout_server):
@@ -265,7 +244,7 @@ def test_a_keep_alive_connection_that_then_sends_half_a_header_is_closed(quick_t
         sock.settimeout(30)
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         sock.sendall(b"GET /health HTTP/1.1\r\nHo")
-        assert closed_by_server(sock)
+        assert closed_by_peer(sock, 30.0)
 
 
 def test_a_slow_request_is_not_cut_by_the_header_timeout(quick_timeout_server):
