@@ -15,8 +15,8 @@ import argparse
 import time
 from pathlib import Path
 
-from specgauge.engine.engine import Engine, EngineConfig
-from specgauge.engine.scheduler import SchedulerConfig
+from specgauge.engine.core.engine import Engine, EngineConfig
+from specgauge.engine.core.scheduler import SchedulerConfig
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.train.assets import shipped_target_dir
 from specgauge.train.corpus import SOURCES

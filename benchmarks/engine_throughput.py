@@ -35,7 +35,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
 
-from specgauge.engine.launch import EngineProcess  # noqa: E402
+from specgauge.engine.serving.launch import EngineProcess  # noqa: E402
 
 SHIPPED = SRC / "specgauge" / "assets" / "target"
 PROMPTS = [
@@ -55,7 +55,7 @@ def model_dir(args, scratch: Path) -> tuple[Path, str]:
         return Path(args.model), "given"
     if (SHIPPED / "config.json").is_file():
         return SHIPPED, "shipped target"
-    from specgauge.engine.random_model import stdlib_text, write_random_model
+    from specgauge.engine.models.random_model import stdlib_text, write_random_model
 
     path = scratch / "random-target"
     write_random_model(path, hidden_size=384, num_layers=6, num_heads=6, num_kv_heads=2, intermediate_size=1024,
@@ -121,7 +121,7 @@ class EngineCore:
     def __init__(self, path: Path, threads: int, device: str, dtype: str) -> None:
         import torch
 
-        from specgauge.engine.engine import Engine, EngineConfig
+        from specgauge.engine.core.engine import Engine, EngineConfig
 
         torch.set_num_threads(threads)
         self.engine = Engine(EngineConfig(model_dir=str(path), device=device, dtype=dtype, threads=threads))
@@ -129,9 +129,9 @@ class EngineCore:
         self.rate(PROMPTS[0], 8)
 
     def _add(self, prompt: str, tokens: int):
-        from specgauge.engine.sampling_params import SamplingParams
-        from specgauge.engine.scheduler import Request
-        from specgauge.engine.tokenizer import TextState
+        from specgauge.engine.core.sampling_params import SamplingParams
+        from specgauge.engine.core.scheduler import Request
+        from specgauge.engine.models.tokenizer import TextState
 
         engine = self.engine
         ids = engine.tokenizer.encode(prompt)

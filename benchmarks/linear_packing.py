@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "src"))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from specgauge.engine.linear import PackedFP16, fp16_packing_supported, linear  # noqa: E402
+from specgauge.engine.models.linear import PackedFP16, fp16_packing_supported, linear  # noqa: E402
 
 ASSETS = ROOT / "src" / "specgauge" / "assets"
 COPIES = 24  # weight copies cycled through: more than the last-level cache holds for the big shapes

@@ -44,7 +44,7 @@ from pathlib import Path
 import httpx
 import openai
 
-from specgauge.engine.launch import EngineProcess
+from specgauge.engine.serving.launch import EngineProcess
 from specgauge.testing.sockets import closed_by_peer
 
 API_KEY = "campaign-key"

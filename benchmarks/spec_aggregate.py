@@ -45,10 +45,10 @@ sys.path.insert(0, str(ROOT / "src"))
 import torch  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
-from specgauge.engine.commands import SERVE_MIN_DRAFT_PROB, SERVE_NUM_STEPS  # noqa: E402
-from specgauge.engine.engine import Engine, EngineConfig  # noqa: E402
-from specgauge.engine.sampling_params import SamplingParams  # noqa: E402
-from specgauge.engine.scheduler import SchedulerConfig  # noqa: E402
+from specgauge.engine.serving.commands import SERVE_MIN_DRAFT_PROB, SERVE_NUM_STEPS  # noqa: E402
+from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
+from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
+from specgauge.engine.core.scheduler import SchedulerConfig  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 

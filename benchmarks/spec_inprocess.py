@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT / "src"))
 import torch  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
-from specgauge.engine.engine import Engine, EngineConfig  # noqa: E402
-from specgauge.engine.sampling_params import SamplingParams  # noqa: E402
+from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
+from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from specgauge.analysis.definitions import accept_length, decode_tok_s, output_token_count  # noqa: E402
 from specgauge.client.endpoint import Endpoint  # noqa: E402
-from specgauge.engine.launch import EngineProcess  # noqa: E402
+from specgauge.engine.serving.launch import EngineProcess  # noqa: E402
 from specgauge.load.plan import PointSpec  # noqa: E402
 from specgauge.load.runner import run_async, run_point  # noqa: E402
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest  # noqa: E402
@@ -52,7 +52,7 @@ def resolve_models(args, scratch: Path) -> tuple[Path, Path, str]:
     draft = Path(args.draft) if args.draft else DRAFT_DIR
     note = f"{'given' if args.model else 'shipped'} target + {'given' if args.draft else 'shipped'} drafter"
     if not (target / "config.json").is_file():
-        from specgauge.engine.random_model import stdlib_text, write_random_model
+        from specgauge.engine.models.random_model import stdlib_text, write_random_model
 
         target = write_random_model(scratch / "random-target", hidden_size=384, num_layers=6, num_heads=6,
                                     num_kv_heads=2, intermediate_size=1024, vocab_size=4096,

@@ -19,7 +19,7 @@ def app() -> None:
 def _register_parts() -> None:
     # Each part's commands module keeps its heavy imports inside the command bodies.
     from specgauge.compare import commands as compare_commands
-    from specgauge.engine import commands as engine_commands
+    from specgauge.engine.serving import commands as engine_commands
     from specgauge.load import commands as load_commands
     from specgauge.report import commands as report_commands
     from specgauge.suites import commands as suite_commands

@@ -24,7 +24,7 @@ spec_testkit = pytest.importorskip("spec_testkit")   # the engine tests' random 
 
 @pytest.fixture(scope="module")
 def target_and_head(tmp_path_factory):
-    from specgauge.engine.random_model import write_random_model
+    from specgauge.engine.models.random_model import write_random_model
 
     root = tmp_path_factory.mktemp("eagle")
     target = write_random_model(root / "target", hidden_size=32, num_layers=2, intermediate_size=64,

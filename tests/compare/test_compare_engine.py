@@ -11,7 +11,7 @@ from specgauge.store import Store  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from specgauge.engine.random_model import write_random_model
+    from specgauge.engine.models.random_model import write_random_model
 
     return write_random_model(tmp_path_factory.mktemp("tiny") / "model", hidden_size=32, num_layers=2,
                               intermediate_size=64, max_position_embeddings=2048)

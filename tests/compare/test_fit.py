@@ -12,7 +12,7 @@ from specgauge.suites.registry import load_suite  # noqa: E402
 
 @pytest.fixture(scope="module")
 def short_context_model(tmp_path_factory):
-    from specgauge.engine.random_model import write_random_model
+    from specgauge.engine.models.random_model import write_random_model
 
     return write_random_model(tmp_path_factory.mktemp("fit") / "model", hidden_size=16, num_layers=1,
                               num_heads=2, num_kv_heads=1, intermediate_size=32, max_position_embeddings=512)

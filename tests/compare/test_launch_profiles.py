@@ -94,7 +94,7 @@ def test_engine_misuse_is_one_line_and_exit_2(tmp_path, args, message):
 
 def test_engine_specgauge_compares_the_embedded_engine_with_and_without_ngram(tmp_path):
     pytest.importorskip("torch")
-    from specgauge.engine.random_model import write_random_model
+    from specgauge.engine.models.random_model import write_random_model
 
     model = write_random_model(tmp_path / "model", hidden_size=32, num_layers=2, intermediate_size=64,
                                max_position_embeddings=2048)

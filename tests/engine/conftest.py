@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from engine_testkit import make_engine, wait_idle
 
-from specgauge.engine.random_model import write_random_model
+from specgauge.engine.models.random_model import write_random_model
 
 
 @pytest.fixture(scope="session")

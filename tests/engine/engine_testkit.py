@@ -6,16 +6,16 @@ import time
 
 import torch
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import KVCache
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, load_model, save_model
-from specgauge.engine.model_runner import ModelRunner
-from specgauge.engine.scheduler import ScheduledSeq
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.core.kv_cache import KVCache
+from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, load_model, save_model
+from specgauge.engine.core.model_runner import ModelRunner
+from specgauge.engine.core.scheduler import ScheduledSeq
 
 
 def make_engine(model_dir, **scheduler_overrides):
-    from specgauge.engine.engine import Engine, EngineConfig
-    from specgauge.engine.scheduler import SchedulerConfig
+    from specgauge.engine.core.engine import Engine, EngineConfig
+    from specgauge.engine.core.scheduler import SchedulerConfig
 
     engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype", "weight_packing"}
     engine_kwargs = {k: scheduler_overrides.pop(k) for k in list(scheduler_overrides) if k in engine_keys}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import torch
 
-from specgauge.engine.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, save_eagle3
-from specgauge.engine.model import load_model
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, save_eagle3
+from specgauge.engine.models.llama import load_model
+from specgauge.engine.core.sampling_params import SamplingParams
 
 
 def write_random_head(path: Path, target_dir: Path, draft_vocab_size: int = 200, seed: int = 0,
@@ -75,8 +75,8 @@ def domain_prompts(count: int) -> list[str]:
 
 def make_spec_engine(model_dir, speculative=None, **scheduler_overrides):
     """An engine of ``model_dir`` (1 thread) with the given :class:`SpeculativeConfig`."""
-    from specgauge.engine.engine import Engine, EngineConfig
-    from specgauge.engine.scheduler import SchedulerConfig
+    from specgauge.engine.core.engine import Engine, EngineConfig
+    from specgauge.engine.core.scheduler import SchedulerConfig
     from specgauge.engine.speculative.config import SpeculativeConfig
 
     engine_keys = {"num_blocks", "block_size", "max_model_len", "dtype", "weight_packing"}

@@ -3,7 +3,7 @@ mixed into decode steps and preemption (recompute) when the KV pool runs short."
 
 import queue
 
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.sampling_params import SamplingParams
 
 from engine_testkit import wait_idle
 

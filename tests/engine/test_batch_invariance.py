@@ -7,9 +7,9 @@ import pytest
 import torch
 from engine_testkit import make_model, runner_for, step_logits
 
-from specgauge.engine.model import load_model
-from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import Request
+from specgauge.engine.models.llama import load_model
+from specgauge.engine.core.sampling_params import SamplingParams
+from specgauge.engine.core.scheduler import Request
 
 
 @pytest.fixture

@@ -4,17 +4,17 @@ import sys
 
 import pytest
 
-from specgauge.engine.block_manager import BlockManager, IntegrityError, OutOfBlocks
+from specgauge.engine.core.block_manager import BlockManager, IntegrityError, OutOfBlocks
 
 
 def test_module_imports_no_torch():
     import importlib
     import subprocess
 
-    code = "import specgauge.engine.block_manager, specgauge.engine.scheduler, sys; print('torch' in sys.modules)"
+    code = "import specgauge.engine.core.block_manager, specgauge.engine.core.scheduler, sys; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
-    assert importlib.util.find_spec("specgauge.engine.block_manager") is not None
+    assert importlib.util.find_spec("specgauge.engine.core.block_manager") is not None
 
 
 def test_grow_covers_positions_and_slots_are_distinct():

@@ -4,9 +4,9 @@ import pytest
 import torch
 from engine_testkit import make_model, runner_for, step_logits
 
-from specgauge.engine.model import load_model, save_model
-from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import Request, ScheduledSeq
+from specgauge.engine.models.llama import load_model, save_model
+from specgauge.engine.core.sampling_params import SamplingParams
+from specgauge.engine.core.scheduler import Request, ScheduledSeq
 
 
 @pytest.mark.parametrize("rope_scaling", [None, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -113,7 +113,7 @@ def test_decode_contexts_of_very_different_lengths_attend_in_separate_width_buck
 def test_signed_rope_gives_the_same_bits_as_the_rotate_half_form(dtype):
     """The cached paths' RoPE (a roll and a sign folded into sin) equals HF's rotate-half form
     bit for bit, so the cached forward still matches the training/reference forward exactly."""
-    from specgauge.engine.model import apply_rope, apply_rope_signed, rope_cos_sin, signed_sin
+    from specgauge.engine.models.llama import apply_rope, apply_rope_signed, rope_cos_sin, signed_sin
 
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(5, 6, 40, generator=generator).to(dtype)

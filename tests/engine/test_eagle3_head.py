@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from specgauge.engine.eagle3 import (
+from specgauge.engine.models.eagle3 import (
     Eagle3Config,
     Eagle3Head,
     build_vocab_map,
@@ -18,7 +18,7 @@ from specgauge.engine.eagle3 import (
     save_eagle3,
     target_features,
 )
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, rope_cos_sin, rope_inv_freq
+from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, rope_cos_sin, rope_inv_freq
 
 VOCAB, HIDDEN, DRAFT_VOCAB = 96, 32, 40
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 from engine_testkit import runner_for
 
-from specgauge.engine.model import load_model
-from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import Request, ScheduledSeq
+from specgauge.engine.models.llama import load_model
+from specgauge.engine.core.sampling_params import SamplingParams
+from specgauge.engine.core.scheduler import Request, ScheduledSeq
 
 transformers = pytest.importorskip("transformers")
 

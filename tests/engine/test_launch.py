@@ -8,7 +8,7 @@ import sys
 import httpx
 import pytest
 
-from specgauge.engine.launch import EngineProcess, EngineStartError
+from specgauge.engine.serving.launch import EngineProcess, EngineStartError
 
 
 def test_engine_process_serves_and_stops_cleanly(tiny_model_dir):
@@ -54,7 +54,7 @@ def test_serve_rejects_fp16_packing_outside_fp32_cpu_in_one_line():
 
 
 def test_cli_import_does_not_import_torch():
-    code = "import sys, specgauge.cli, specgauge.engine.commands, specgauge.engine.launch; print('torch' in sys.modules)"
+    code = "import sys, specgauge.cli, specgauge.engine.serving.commands, specgauge.engine.serving.launch; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "False"
 

@@ -1,4 +1,4 @@
-"""Weights packed as fp16 for FBGEMM (engine/linear.py): what the matmul computes, when ``auto``
+"""Weights packed as fp16 for FBGEMM (engine/models/linear.py): what the matmul computes, when ``auto``
 packs, and that speculation stays lossless on packed weights."""
 
 import pytest
@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 from spec_testkit import domain_prompts, generate_all, make_spec_engine, write_random_head
 
-from specgauge.engine.attention import linear_is_batch_invariant
-from specgauge.engine.linear import PackedFP16, bf16_valued, choose_packing, fp16_packing_supported, linear
-from specgauge.engine.random_model import write_random_model
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.models.attention import linear_is_batch_invariant
+from specgauge.engine.models.linear import PackedFP16, bf16_valued, choose_packing, fp16_packing_supported, linear
+from specgauge.engine.models.random_model import write_random_model
+from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
 
 from engine_testkit import wait_idle

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, load_model, save_model
+from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, load_model, save_model
 
 transformers = pytest.importorskip("transformers")
 

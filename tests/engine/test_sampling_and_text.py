@@ -3,9 +3,9 @@ incremental detokenization, stop strings)."""
 
 import torch
 
-from specgauge.engine.sampling import make_generator, sample
-from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.tokenizer import EngineTokenizer, TextState
+from specgauge.engine.core.sampling import make_generator, sample
+from specgauge.engine.core.sampling_params import SamplingParams
+from specgauge.engine.models.tokenizer import EngineTokenizer, TextState
 
 
 def draws(logits, params, n=300, seed=0):
@@ -104,8 +104,8 @@ def test_sampling_failures_name_the_rows_at_fault_or_fail_the_batch(monkeypatch)
     import pytest
     import torch
 
-    from specgauge.engine import sampling
-    from specgauge.engine.sampling import SamplingError, SamplingParams, make_generator, sample
+    from specgauge.engine.core import sampling
+    from specgauge.engine.core.sampling import SamplingError, SamplingParams, make_generator, sample
 
     params = [SamplingParams(temperature=1.0, seed=i) for i in range(3)]
     logits = torch.randn(3, 50)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.sampling import SamplingParams
-from specgauge.engine.scheduler import Request, Scheduler, SchedulerConfig, SeqOutput, Status
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.core.sampling import SamplingParams
+from specgauge.engine.core.scheduler import Request, Scheduler, SchedulerConfig, SeqOutput, Status
 
 EOS = 0
 

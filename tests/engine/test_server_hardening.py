@@ -16,7 +16,7 @@ from engine_testkit import wait_idle
 from server_testkit import CHAT, COMPLETIONS, error_of
 from spec_testkit import make_spec_engine
 
-from specgauge.engine import model_runner, sampling
+from specgauge.engine.core import model_runner, sampling
 from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.testing.sockets import closed_by_peer

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from specgauge.engine.engine import StreamEvent
-from specgauge.engine.protocol import ChatCompletionRequest, CompletionRequest, GenerateRequest
+from specgauge.engine.core.engine import StreamEvent
+from specgauge.engine.serving.protocol import ChatCompletionRequest, CompletionRequest, GenerateRequest
 from specgauge.engine.serving import payloads
 from specgauge.engine.serving.errors import APIError
 from specgauge.engine.speculative.config import SpeculativeConfig

@@ -6,9 +6,9 @@ import pytest
 import torch
 from spec_testkit import domain_prompts, make_spec_engine, write_random_head
 
-from specgauge.engine.eagle3 import load_eagle3, target_features
-from specgauge.engine.model import load_model
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.models.eagle3 import load_eagle3, target_features
+from specgauge.engine.models.llama import load_model
+from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.eagle import EagleState
 

@@ -9,7 +9,7 @@ and ``max_tokens`` landing inside an accepted run. Every engine's KV pool is che
 import pytest
 from spec_testkit import domain_prompts, generate_all, make_spec_engine, write_random_head
 
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
 
 from engine_testkit import make_engine, wait_idle

@@ -9,7 +9,7 @@ import torch
 from scipy.stats import chisquare
 from spec_testkit import generate_all, make_spec_engine, write_random_head
 
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.tree import DraftTree
 from specgauge.engine.speculative.verify import accept_greedy, accept_sampled

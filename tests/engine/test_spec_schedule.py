@@ -8,7 +8,7 @@ import pytest
 from spec_testkit import domain_prompts, generate_all, make_spec_engine
 
 from engine_testkit import make_engine, wait_idle
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.control import SpeculationController
 from specgauge.speculation_schedule import parse_schedule

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from spec_testkit import make_spec_engine, write_random_head
 
-from specgauge.engine.launch import EngineProcess
+from specgauge.engine.serving.launch import EngineProcess
 from specgauge.engine.serving.app import BackgroundServer
 from specgauge.engine.speculative.config import DEFAULT_DRAFT_DIR, SpeculativeConfig
 
@@ -125,7 +125,7 @@ def test_serve_without_the_drafter_is_one_line_exit_2(tiny_model_dir, tmp_path):
     (dict(algorithm="MEDUSA"), "--speculative-algorithm"),
 ])
 def test_bad_speculative_settings_name_the_flag(spec, flag, tiny_model_dir):
-    from specgauge.engine.engine import EngineConfig
+    from specgauge.engine.core.engine import EngineConfig
     from specgauge.errors import UserError
 
     with pytest.raises(UserError, match=flag):

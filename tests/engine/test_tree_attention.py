@@ -4,9 +4,9 @@ path: what the speculative runner builds on."""
 import torch
 from engine_testkit import make_model, runner_for
 
-from specgauge.engine.kv_cache import ForwardBatch, build_group
-from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import Request, ScheduledSeq
+from specgauge.engine.core.kv_cache import ForwardBatch, build_group
+from specgauge.engine.core.sampling_params import SamplingParams
+from specgauge.engine.core.scheduler import Request, ScheduledSeq
 
 
 def prefill(runner, blocks, request, n):

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from specgauge.engine.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM
+from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
+from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM
 from specgauge.train.draft import Conversations, DraftTrainConfig, DraftTrainer, MixBatches, pad_batch, token_counts
 from specgauge.train.ttt import unrolled_loss
 

@@ -19,7 +19,7 @@ def tiny_target(tiny_corpus, tmp_path_factory) -> Path:
     """A random-weight target over the tiny corpus's tokenizer, in HF layout with the tokenizer."""
     from tokenizers import Tokenizer
 
-    from specgauge.engine.model import save_model
+    from specgauge.engine.models.llama import save_model
     from specgauge.train.target import ModelShape
     from specgauge.train.tokenizer import special_token_ids
 
@@ -28,7 +28,7 @@ def tiny_target(tiny_corpus, tmp_path_factory) -> Path:
     shape = ModelShape(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
                        intermediate_size=64, max_position_embeddings=512)
     torch.manual_seed(0)
-    from specgauge.engine.model import LlamaForCausalLM
+    from specgauge.engine.models.llama import LlamaForCausalLM
 
     model = LlamaForCausalLM(shape.llama_config(tokenizer.get_vocab_size(), special_token_ids(tokenizer)))
     out = tmp_path_factory.mktemp("target")
@@ -59,7 +59,7 @@ def test_prompts_end_right_before_an_assistant_turn(tiny_corpus):
 
 
 def test_regenerated_responses_are_the_targets_greedy_continuations(tiny_corpus, tiny_target, tmp_path):
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.llama import load_model
 
     config = RegenerateConfig(samples_per_source=3, max_prompt_tokens=200, max_new_tokens=6, max_running=2, threads=1)
     folder = regenerate_source(Path(tiny_corpus["dir"]), tiny_target, tmp_path, "validation", "code_stdlib", config, "sha")
@@ -84,8 +84,8 @@ def test_regenerated_responses_are_the_targets_greedy_continuations(tiny_corpus,
 
 
 def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
-    from specgauge.engine.eagle3 import load_eagle3
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.eagle3 import load_eagle3
+    from specgauge.engine.models.llama import load_model
     from specgauge.train.assets import verify_checksums
 
     common = ["--target", str(tiny_target), "--corpus", str(tiny_corpus["dir"]), "--run-dir", str(tmp_path / "run"),

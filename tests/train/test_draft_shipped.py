@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specgauge.engine.eagle3 import SHIPPED_DRAFT_DIR
+from specgauge.engine.models.eagle3 import SHIPPED_DRAFT_DIR
 
 shipped = pytest.mark.skipif(not (SHIPPED_DRAFT_DIR / "SHA256SUMS").is_file(), reason="drafter not shipped yet")
 
@@ -24,8 +24,8 @@ def test_shipped_drafter_matches_its_checksums_and_size():
 def test_shipped_drafter_loads_onto_the_shipped_target_and_drafts():
     import torch
 
-    from specgauge.engine.eagle3 import load_eagle3, shipped_draft_dir, target_features
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.eagle3 import load_eagle3, shipped_draft_dir, target_features
+    from specgauge.engine.models.llama import load_model
     from specgauge.train.assets import shipped_target_dir
 
     target = load_model(shipped_target_dir())
@@ -49,8 +49,8 @@ def test_shipped_drafter_reads_the_layers_it_was_trained_on_in_every_engine():
     import json
     import re
 
-    from specgauge.engine.eagle3 import config_for_engine, load_eagle3, shipped_draft_dir
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.eagle3 import config_for_engine, load_eagle3, shipped_draft_dir
+    from specgauge.engine.models.llama import load_model
     from specgauge.train.assets import shipped_target_dir
 
     trained = re.search(r"aux layers \(inputs of target layers\) \[([0-9, ]+)\]",

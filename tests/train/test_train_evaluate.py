@@ -43,7 +43,7 @@ def test_evaluate_reports_loss_and_repetition_per_source(tiny_corpus, tiny_model
 
 
 def test_cached_greedy_continuation_is_the_argmax_chain_of_the_full_forward(tiny_corpus, tiny_model_dir, tiny_tokenizer):
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.llama import load_model
 
     model = load_model(tiny_model_dir / "model")
     prompt = prompt_ids(tiny_tokenizer, [{"role": "user", "content": "Explain lists."}])

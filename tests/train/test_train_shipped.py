@@ -26,7 +26,7 @@ def test_shipped_model_loads_and_knows_its_special_tokens():
     import torch
     from tokenizers import Tokenizer
 
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.llama import load_model
 
     model = load_model(TARGET_DIR)
     tokenizer = Tokenizer.from_file(str(TARGET_DIR / "tokenizer.json"))
@@ -54,7 +54,7 @@ def test_transformers_loads_the_shipped_directory_with_the_same_logits():
     transformers = pytest.importorskip("transformers")
     import torch
 
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.llama import load_model
 
     ours = load_model(TARGET_DIR)
     theirs = transformers.AutoModelForCausalLM.from_pretrained(str(TARGET_DIR), torch_dtype=torch.float32).eval()

@@ -64,7 +64,7 @@ def test_warmup_then_cosine():
 def test_export_is_a_loadable_model_directory(tiny_corpus, tmp_path):
     import json
 
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.llama import load_model
 
     trainer = _trainer(tiny_corpus, tmp_path / "run", max_steps=3)
     trainer.run()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specgauge.engine.random_model import write_random_model
+from specgauge.engine.models.random_model import write_random_model
 
 
 @pytest.fixture(scope="session")

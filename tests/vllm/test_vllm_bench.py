@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from vllm_testkit import chat, counter, launched, metrics, specgauge, vllm_setup
 
-from specgauge.engine.eagle3 import SHIPPED_DRAFT_DIR
+from specgauge.engine.models.eagle3 import SHIPPED_DRAFT_DIR
 from specgauge.vllm_setup.layout import lay_out_draft
 
 pytestmark = pytest.mark.vllm
@@ -90,7 +90,7 @@ def test_vllm_serves_the_same_greedy_text_as_the_shipped_target(eagle_server):
     from jinja2 import Template
     from tokenizers import Tokenizer
 
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.llama import load_model
     from specgauge.train.assets import shipped_target_dir
 
     prompt = "Write a Python function that reverses a list."

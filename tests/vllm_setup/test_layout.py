@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from specgauge.engine.model import load_model
+from specgauge.engine.models.llama import load_model
 from specgauge.vllm_setup.layout import VLLM_CPU_HEAD_SIZES, VLLM_HEAD_DIM, lay_out_draft, lay_out_target
 
 ASSETS = Path(__file__).resolve().parents[2] / "src" / "specgauge" / "assets"

@@ -33,7 +33,7 @@ def serve_help() -> str:
 
 def speculative_arm_missing() -> str | None:
     """Why this build cannot run the EAGLE-3 arm, or None when it can."""
-    if importlib.util.find_spec("specgauge.engine.launch") is None:
+    if importlib.util.find_spec("specgauge.engine.serving.launch") is None:
         return "the embedded engine is not part of this build"
     if not (TARGET_DIR / "config.json").exists():
         return f"the shipped target model is missing ({TARGET_DIR})"

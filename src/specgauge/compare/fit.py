@@ -33,7 +33,7 @@ def render_prompt(tokenizer, request: SuiteRequest) -> str:
 
 def prompt_tokens(suite: Suite, model_dir: Path) -> list[int]:
     """Each request's prompt length in the model's tokens, as the engine renders it (chat template)."""
-    from specgauge.engine.tokenizer import EngineTokenizer
+    from specgauge.engine.models.tokenizer import EngineTokenizer
 
     tokenizer = EngineTokenizer(model_dir)
     return [len(tokenizer.encode(render_prompt(tokenizer, request))) for request in suite.requests]

@@ -171,7 +171,7 @@ def _engine(spec: ArmSpec, plan: ComparePlan):
     import shlex
 
     try:
-        from specgauge.engine.launch import EngineProcess
+        from specgauge.engine.serving.launch import EngineProcess
     except ImportError:
         raise UserError(f"--{spec.name}-engine: the embedded engine is not part of this build") from None
     return EngineProcess(shlex.split(spec.value), start_timeout=plan.start_timeout_s)

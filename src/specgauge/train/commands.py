@@ -140,7 +140,7 @@ def export_draft_command(draft_dir: Path, engine: str, output: Path) -> None:
     import json
     import shutil
 
-    from specgauge.engine.eagle3 import config_for_engine
+    from specgauge.engine.models.eagle3 import config_for_engine
 
     config_path = draft_dir / "config.json"
     if not config_path.is_file():

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from specgauge.engine.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
-from specgauge.engine.model import LlamaForCausalLM
+from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
+from specgauge.engine.models.llama import LlamaForCausalLM
 from specgauge.train.dataset import iter_samples
 from specgauge.train.target import Trainer, _atomic_save, lr_at
 from specgauge.train.ttt import acceptance_estimate, unrolled_loss

@@ -66,7 +66,7 @@ def regenerate_all(run: DraftRun, console: Console) -> Path:
 
 def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrainer:
     """Train (resuming if asked) with a progress bar and per-source validation prints."""
-    from specgauge.engine.model import load_model
+    from specgauge.engine.models.llama import load_model
     from specgauge.train.tokenizer import special_token_ids
 
     target = load_model(run.target_dir)
@@ -115,7 +115,7 @@ def _tokenizer(model_dir: Path):
 
 def export(run: DraftRun, trainer: DraftTrainer, wall_seconds: float) -> Path:
     """Write the head (bf16) to ``run.output`` with TRAINING.md and SHA256SUMS."""
-    from specgauge.engine.eagle3 import save_eagle3
+    from specgauge.engine.models.eagle3 import save_eagle3
     from specgauge.train.report import machine_description, write_sha256sums
 
     assert run.output is not None

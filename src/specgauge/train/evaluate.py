@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from specgauge.engine.model import LlamaForCausalLM, load_model, rope_cos_sin
+from specgauge.engine.models.llama import LlamaForCausalLM, load_model, rope_cos_sin
 from specgauge.train.chat import END, END_OF_TEXT, role_token, tokenize_conversation
 from specgauge.train.corpus import TARGET_SOURCES, read_text
 from specgauge.train.dataset import load_split

@@ -65,8 +65,8 @@ def generate_responses(target_dir: Path, prompts: list[list[int]], config: Regen
                        on_done: Callable[[int], None] | None = None) -> list[list[int]]:
     """Responses of the target (``target_dir``, HF layout with tokenizer) to ``prompts``, each
     ending with its EOS token when it stopped on one; batched by the engine (``max_running``)."""
-    from specgauge.engine.engine import Engine, EngineConfig
-    from specgauge.engine.scheduler import SchedulerConfig
+    from specgauge.engine.core.engine import Engine, EngineConfig
+    from specgauge.engine.core.scheduler import SchedulerConfig
 
     if not prompts:
         return []
@@ -84,10 +84,10 @@ def generate_responses(target_dir: Path, prompts: list[list[int]], config: Regen
 
 def complete_all(engine, prompts: list[list[int]], max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
                  on_done: Callable[[int], None] | None = None) -> list[list[int]]:
-    """Submit every prompt to a started :class:`~specgauge.engine.engine.Engine` and wait for all
+    """Submit every prompt to a started :class:`~specgauge.engine.core.engine.Engine` and wait for all
     completions (token ids, with the EOS token that stopped each, if one did)."""
-    from specgauge.engine.engine import StreamEvent
-    from specgauge.engine.sampling_params import SamplingParams
+    from specgauge.engine.core.engine import StreamEvent
+    from specgauge.engine.core.sampling_params import SamplingParams
 
     outputs: list[list[int]] = [[] for _ in prompts]
     remaining = [len(prompts)]

@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, save_model
+from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, save_model
 from specgauge.train.corpus import TARGET_SOURCES
 from specgauge.train.dataset import BalancedBatches, PackedSource, load_split
 

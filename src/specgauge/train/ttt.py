@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from specgauge.engine.eagle3 import KV, Eagle3Head, chain_attention
+from specgauge.engine.models.eagle3 import KV, Eagle3Head, chain_attention
 
 
 @dataclass

@@ -98,7 +98,7 @@ def arms_up(arms: list[TuneArm], *, start_timeout_s: float,
             if announce:
                 announce(f"starting {arm.label}: {arm.describe()}")
             if arm.kind == "engine":
-                from specgauge.engine.launch import EngineProcess
+                from specgauge.engine.serving.launch import EngineProcess
 
                 handle = stack.enter_context(EngineProcess(shlex.split(arm.value), start_timeout=start_timeout_s))
             else:

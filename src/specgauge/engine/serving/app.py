@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from specgauge import __version__
-from specgauge.engine.engine import Engine
+from specgauge.engine.core.engine import Engine
 from specgauge.engine.serving.admin_routes import admin_router
 from specgauge.engine.serving.context import ServerContext, ServerSettings
 from specgauge.engine.serving.errors import APIError, ClientGone

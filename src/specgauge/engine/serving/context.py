@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from fastapi import Request
 from pydantic import BaseModel
 
-from specgauge.engine.engine import Engine
+from specgauge.engine.core.engine import Engine
 from specgauge.engine.serving import payloads
 from specgauge.engine.serving.engine_client import EngineClient
 from specgauge.engine.serving.errors import APIError

@@ -16,8 +16,8 @@ from typing import AsyncIterator
 
 from fastapi import Request
 
-from specgauge.engine.engine import Engine, StreamEvent
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.engine import Engine, StreamEvent
+from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.serving.errors import APIError
 
 

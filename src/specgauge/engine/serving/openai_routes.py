@@ -9,7 +9,7 @@ from typing import AsyncIterator
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from specgauge.engine.protocol import ChatCompletionRequest, CompletionRequest
+from specgauge.engine.serving.protocol import ChatCompletionRequest, CompletionRequest
 from specgauge.engine.serving import payloads
 from specgauge.engine.serving.context import ServerContext
 from specgauge.engine.serving.engine_client import RequestHandle, closing, collect

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.serving.errors import APIError
 from specgauge.speculation_schedule import compact_form
 
 if TYPE_CHECKING:
-    from specgauge.engine.engine import EngineConfig, StreamEvent
+    from specgauge.engine.core.engine import EngineConfig, StreamEvent
     from specgauge.engine.speculative.config import SpeculativeConfig
 
 DEFAULT_COMPLETION_TOKENS = 16   # OpenAI's /v1/completions default for max_tokens

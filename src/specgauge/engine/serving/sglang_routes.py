@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from specgauge import __version__
-from specgauge.engine.protocol import GenerateRequest
+from specgauge.engine.serving.protocol import GenerateRequest
 from specgauge.engine.serving import payloads
 from specgauge.engine.serving.context import ServerContext
 from specgauge.engine.serving.engine_client import RequestHandle, closing, collect

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import KVCache
-from specgauge.engine.model import LlamaForCausalLM
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.core.kv_cache import KVCache
+from specgauge.engine.models.llama import LlamaForCausalLM
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.control import SpeculationController
 from specgauge.engine.speculative.runner import SpeculativeRunner
@@ -16,12 +16,12 @@ from specgauge.errors import UserError
 def build_drafter(spec: SpeculativeConfig, model: LlamaForCausalLM, blocks: BlockManager,
                   device: torch.device, dtype: torch.dtype, packing: str = "none"):
     """The drafter ``spec`` names: an EAGLE-3 head loaded for ``model`` (its fp32 matmuls'
-    weights held as ``packing`` says, see :mod:`specgauge.engine.linear`), or the n-gram drafter."""
+    weights held as ``packing`` says, see :mod:`specgauge.engine.models.linear`), or the n-gram drafter."""
     if spec.algorithm == "NGRAM":
         from specgauge.engine.speculative.ngram import NgramDrafter
 
         return NgramDrafter(spec.ngram_max_n, spec.ngram_min_n)
-    from specgauge.engine.eagle3 import load_eagle3
+    from specgauge.engine.models.eagle3 import load_eagle3
     from specgauge.engine.speculative.eagle import Eagle3Drafter
 
     # On CPU the head runs in fp32 whatever the target's dtype: one-row matmuls are faster in

@@ -1,6 +1,6 @@
 """The EAGLE-3 head's cached inference path and drafting (chain and tree).
 
-The head (:mod:`specgauge.engine.eagle3`, published layout) has one decoder layer; here it gets
+The head (:mod:`specgauge.engine.models.eagle3`, published layout) has one decoder layer; here it gets
 a paged KV pool of its own — one layer, addressed through the *target's* block tables, so a
 request's draft K/V for position ``t`` lives in the same slot as its target K/V for ``t``.
 
@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.eagle3 import Eagle3Head
-from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch, KVCache
-from specgauge.engine.attention import causal_mask, paged_attention
-from specgauge.engine.linear import choose_packing, linear, pack
-from specgauge.engine.model import apply_rope_signed, signed_sin
-from specgauge.engine.scheduler import Request
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.models.eagle3 import Eagle3Head
+from specgauge.engine.core.kv_cache import AttentionGroup, ForwardBatch, KVCache
+from specgauge.engine.models.attention import causal_mask, paged_attention
+from specgauge.engine.models.linear import choose_packing, linear, pack
+from specgauge.engine.models.llama import apply_rope_signed, signed_sin
+from specgauge.engine.core.scheduler import Request
 from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.tree import DraftTree
 
@@ -122,7 +122,7 @@ class Eagle3Drafter:
     def _prepare(self, packing: str) -> None:
         """Plain weight tensors for the step (q/k/v and gate/up fused: fewer, larger matmuls; no
         module attribute is read in the step). The fp32 set's matrices are packed as ``packing``
-        resolves for them (:func:`~specgauge.engine.linear.choose_packing`)."""
+        resolves for them (:func:`~specgauge.engine.models.linear.choose_packing`)."""
         head, mid = self.head, self.head.midlayer
         attn, mlp = mid.self_attn, mid.mlp
         with torch.no_grad():

@@ -7,8 +7,8 @@ from itertools import groupby
 
 import torch
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import ForwardBatch, build_group, width_bucket
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.core.kv_cache import ForwardBatch, build_group, width_bucket
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specgauge.engine.scheduler import Request
+from specgauge.engine.core.scheduler import Request
 from specgauge.engine.speculative.tree import DraftTree
 
 

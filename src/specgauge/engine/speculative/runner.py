@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specgauge.engine.model_runner import ModelRunner, ensure_generator, sample_requests
-from specgauge.engine.sampling import probabilities
-from specgauge.engine.scheduler import RequestError, RequestUpdate, ScheduledBatch, ScheduledSeq, SeqOutput
+from specgauge.engine.core.model_runner import ModelRunner, ensure_generator, sample_requests
+from specgauge.engine.core.sampling import probabilities
+from specgauge.engine.core.scheduler import RequestError, RequestUpdate, ScheduledBatch, ScheduledSeq, SeqOutput
 from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.stats import SpecStats
 from specgauge.engine.speculative.tree import DraftTree

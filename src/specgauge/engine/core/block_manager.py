@@ -1,6 +1,6 @@
 """KV block bookkeeping: which physical cache blocks each request owns. Pure Python, no torch.
 
-The KV pool (:mod:`specgauge.engine.kv_cache`) is ``num_blocks`` blocks of ``block_size`` token
+The KV pool (:mod:`specgauge.engine.core.kv_cache`) is ``num_blocks`` blocks of ``block_size`` token
 slots each. A request's *block table* lists its blocks in order; token position ``p`` of the
 request lives in slot ``table[p // block_size] * block_size + p % block_size``.
 

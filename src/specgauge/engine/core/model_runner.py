@@ -1,7 +1,7 @@
 """Runs a scheduled batch through the model: flat ragged layout → one cached forward → sampling.
 
 A speculative runner later replaces :meth:`ModelRunner.run` with draft-then-verify; it returns
-the same :class:`~specgauge.engine.scheduler.SeqOutput` list with several tokens per request.
+the same :class:`~specgauge.engine.core.scheduler.SeqOutput` list with several tokens per request.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from itertools import groupby
 
 import torch
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import ForwardBatch, KVCache, build_group, width_bucket
-from specgauge.engine.model import LlamaForCausalLM
-from specgauge.engine.sampling import SamplingError, make_generator, sample
-from specgauge.engine.scheduler import Request, RequestError, ScheduledBatch, ScheduledSeq, SeqOutput
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.core.kv_cache import ForwardBatch, KVCache, build_group, width_bucket
+from specgauge.engine.models.llama import LlamaForCausalLM
+from specgauge.engine.core.sampling import SamplingError, make_generator, sample
+from specgauge.engine.core.scheduler import Request, RequestError, ScheduledBatch, ScheduledSeq, SeqOutput
 
 
 def ensure_generator(request: Request, device: torch.device) -> None:

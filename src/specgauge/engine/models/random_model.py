@@ -60,7 +60,7 @@ def write_random_model(path: str | Path, *, hidden_size: int = 64, num_layers: i
     """
     import torch
 
-    from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, save_model
+    from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, save_model
 
     path = Path(path)
     actual_vocab = write_tokenizer(path, vocab_size, tokenizer_text)

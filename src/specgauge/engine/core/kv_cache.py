@@ -2,7 +2,7 @@
 
 Layout: one key tensor and one value tensor of shape ``(L, num_slots, Hkv, D)`` with
 ``num_slots = num_blocks * block_size``; slot ``b * block_size + i`` is token ``i`` of block ``b``.
-Which blocks belong to which request is decided by :class:`~specgauge.engine.block_manager.BlockManager`
+Which blocks belong to which request is decided by :class:`~specgauge.engine.core.block_manager.BlockManager`
 (pure Python); this module only turns block tables into index tensors, once per step.
 
 Attention reads whole blocks: ``k.view(L, num_blocks, block_size, Hkv, D)[layer][block_table]``.

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.core.sampling_params import SamplingParams
 
 
 class Status(str, Enum):
@@ -36,7 +36,7 @@ class Status(str, Enum):
 
 
 class TextChecker(Protocol):
-    """Detokenizer + stop strings of a request (see :class:`specgauge.engine.tokenizer.TextState`)."""
+    """Detokenizer + stop strings of a request (see :class:`specgauge.engine.models.tokenizer.TextState`)."""
 
     stopped_by: str | None
 

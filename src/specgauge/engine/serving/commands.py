@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from specgauge.engine.launch import READY_PREFIX
+from specgauge.engine.serving.launch import READY_PREFIX
 from specgauge.errors import UserError, require_extra
 
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "target"
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "assets" / "target"
 # serve's EAGLE-3 chain defaults: the best pair for the shipped drafter on the reference CPU (docs/speculative.md)
 SERVE_NUM_STEPS = 5
 SERVE_MIN_DRAFT_PROB = 0.15
@@ -112,8 +112,8 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
         hint = ("the shipped target model is missing (train it with 'specgauge train target')"
                 if model_dir == DEFAULT_MODEL_DIR else "config.json missing")
         raise UserError(f"no model at {model_dir}: {hint}; pass --model DIR")
-    from specgauge.engine.engine import Engine, EngineConfig
-    from specgauge.engine.scheduler import SchedulerConfig
+    from specgauge.engine.core.engine import Engine, EngineConfig
+    from specgauge.engine.core.scheduler import SchedulerConfig
     from specgauge.engine.serving.app import ServerSettings, bind_or_explain, serve_forever
     from specgauge.engine.speculative.config import SpeculativeConfig
 

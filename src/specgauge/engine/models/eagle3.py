@@ -53,7 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specgauge.engine.model import LlamaConfig, LlamaForCausalLM, LlamaMLP, RMSNorm, apply_rope, rope_cos_sin, rope_inv_freq
+from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, LlamaMLP, RMSNorm, apply_rope, rope_cos_sin, rope_inv_freq
 
 ARCHITECTURE = "LlamaForCausalLMEagle3"
 
@@ -404,7 +404,7 @@ def target_features(target: LlamaForCausalLM, input_ids: torch.Tensor,
 
 # -- files -----------------------------------------------------------------------------------------
 WEIGHTS_FILE = "model.safetensors"
-SHIPPED_DRAFT_DIR = Path(__file__).resolve().parents[1] / "assets" / "draft"
+SHIPPED_DRAFT_DIR = Path(__file__).resolve().parents[2] / "assets" / "draft"
 
 
 def shipped_draft_dir() -> Path:

@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from specgauge.engine.sampling_params import SamplingParams
+from specgauge.engine.core.sampling_params import SamplingParams
 
 __all__ = ["SamplingParams", "SamplingError", "make_generator", "sample", "probabilities"]
 

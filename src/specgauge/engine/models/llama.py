@@ -4,7 +4,7 @@ Parameter names match ``transformers``' ``LlamaForCausalLM`` so a checkpoint dir
 (``config.json`` + ``model.safetensors``) loads either way. ``forward`` is the full-sequence
 causal pass used by training and by reference tests; ``forward_cached`` is the engine's path:
 a flat ragged batch of new tokens (prefill chunks, decodes, later verify runs) against the paged
-KV cache of :mod:`specgauge.engine.kv_cache`, with q/k/v and gate/up fused into one matmul each
+KV cache of :mod:`specgauge.engine.core.kv_cache`, with q/k/v and gate/up fused into one matmul each
 (:meth:`LlamaForCausalLM.prepare_for_inference`).
 """
 
@@ -20,11 +20,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specgauge.engine.attention import linear_is_batch_invariant, paged_attention
-from specgauge.engine.linear import choose_packing, linear, pack
+from specgauge.engine.models.attention import linear_is_batch_invariant, paged_attention
+from specgauge.engine.models.linear import choose_packing, linear, pack
 
 if TYPE_CHECKING:
-    from specgauge.engine.kv_cache import ForwardBatch, KVCache
+    from specgauge.engine.core.kv_cache import ForwardBatch, KVCache
 
 
 @dataclass(frozen=True)
@@ -230,7 +230,7 @@ class LlamaForCausalLM(nn.Module):
 
         The original ``*_proj.weight`` parameters become views into the fused tensors, so
         memory is not doubled and the parameter names (and ``state_dict``) stay those of HF.
-        ``packing`` ("auto", "none", "fp16"; :mod:`specgauge.engine.linear`) is how the cached
+        ``packing`` ("auto", "none", "fp16"; :mod:`specgauge.engine.models.linear`) is how the cached
         path's matmuls hold their weights; the chosen one is ``self.weight_packing``.
         """
         cfg = self.config

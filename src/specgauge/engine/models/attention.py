@@ -1,7 +1,7 @@
 """Attention over the paged KV pool, and the batch-invariant (row-wise) variant.
 
 :func:`paged_attention` writes a step's new K/V into one layer's slots and attends group by
-group (see :mod:`specgauge.engine.kv_cache`). With ``invariant`` every query row is computed the
+group (see :mod:`specgauge.engine.core.kv_cache`). With ``invariant`` every query row is computed the
 way a one-token decode computes it, so a token's output bits do not depend on what shares its
 step (docs/engine.md, "Batch invariance"); :func:`linear_is_batch_invariant` probes whether this
 machine's matmuls allow that at all.
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from specgauge.engine.linear import PackedFP16, linear
+from specgauge.engine.models.linear import PackedFP16, linear
 
 if TYPE_CHECKING:
-    from specgauge.engine.kv_cache import AttentionGroup, ForwardBatch
+    from specgauge.engine.core.kv_cache import AttentionGroup, ForwardBatch
 
 
 def rowwise_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,

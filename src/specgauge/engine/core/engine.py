@@ -27,20 +27,20 @@ from typing import Callable
 
 import torch
 
-from specgauge.engine.block_manager import BlockManager
-from specgauge.engine.kv_cache import KVCache
-from specgauge.engine.linear import PACKINGS, fp16_packing_supported
-from specgauge.engine.malloc import keep_freed_memory
-from specgauge.engine.metrics import EngineMetrics
-from specgauge.engine.model import load_model
-from specgauge.engine.model_runner import ModelRunner
-from specgauge.engine.sampling_params import SamplingParams
-from specgauge.engine.scheduler import (Request, RequestError, RequestUpdate, ScheduledBatch, Scheduler,
+from specgauge.engine.core.block_manager import BlockManager
+from specgauge.engine.core.kv_cache import KVCache
+from specgauge.engine.models.linear import PACKINGS, fp16_packing_supported
+from specgauge.engine.core.malloc import keep_freed_memory
+from specgauge.engine.serving.metrics import EngineMetrics
+from specgauge.engine.models.llama import load_model
+from specgauge.engine.core.model_runner import ModelRunner
+from specgauge.engine.core.sampling_params import SamplingParams
+from specgauge.engine.core.scheduler import (Request, RequestError, RequestUpdate, ScheduledBatch, Scheduler,
                                         SchedulerConfig)
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.runner import is_steady
 from specgauge.engine.speculative.stats import SpecStats
-from specgauge.engine.tokenizer import EngineTokenizer, TextState
+from specgauge.engine.models.tokenizer import EngineTokenizer, TextState
 from specgauge.errors import UserError
 
 log = logging.getLogger("specgauge.engine")
@@ -71,7 +71,7 @@ class EngineConfig:
     scheduler: SchedulerConfig = SchedulerConfig()
     threads: int | None = None     # torch intra-op threads on CPU
     speculative: SpeculativeConfig = SpeculativeConfig()
-    weight_packing: str = "auto"   # auto: fp16 (FBGEMM) for fp32 on CPU when every weight is a bf16 value (engine/linear.py)
+    weight_packing: str = "auto"   # auto: fp16 (FBGEMM) for fp32 on CPU when every weight is a bf16 value (engine/models/linear.py)
 
     def validate(self) -> None:
         path = Path(self.model_dir)
