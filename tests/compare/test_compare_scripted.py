@@ -302,7 +302,8 @@ async def test_a_comparison_whose_arm_dies_fails_reports_what_it_measured_and_re
             assert row.status == "failed" and "stopped answering" in row.error
             partial = row.result                      # what it measured: the single stream, both arms
             assert [d["domain"] for d in partial["single_stream"]] == ["coding"] and partial["sweep"] == []
-            assert any(w["code"] == "incomplete" for w in partial["health"])
+            (incomplete,) = [w["message"] for w in partial["health"] if w["code"] == "incomplete"]
+            assert f"'specgauge compare --resume c{comparison_id} --db {store.path}' finishes it" in incomplete
             runs_before = store.comparison_runs(comparison_id)
 
             with ScriptedServer(script, port=speculative.port):   # the arm is back on the same address
@@ -339,6 +340,9 @@ def test_compare_resume_misuse_is_one_line(cli_here, tmp_path):
         plan = url_plan("http://127.0.0.1:9", "http://127.0.0.1:9")
         comparison_id = store.create_comparison(plan.model_dump(mode="json"))
         store.finish_comparison(comparison_id, status="done", result=None)
+        stopped = store.create_comparison(plan.model_dump(mode="json"))   # c2: never finished
+    one_line(cli_here("compare", "--resume", f"c{stopped}", "--verify", "--db", str(db)),
+             "--verify re-runs the embedded engine")   # --verify is taken, and checked against the stored arms
     one_line(cli_here("compare", "--resume", "c9", "--db", str(db)), "no comparison 9")
     one_line(cli_here("compare", "--resume", "x1", "--db", str(db)), "--resume", "comparison id")
     one_line(cli_here("compare", "--resume", "c1", "--concurrency", "4", "--db", str(db)), "drop --concurrency")

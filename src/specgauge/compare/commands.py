@@ -234,12 +234,7 @@ def compare_command(**options) -> None:
         speculative = _arm("speculative", options["speculative"], options["speculative_cmd"],
                            options["speculative_engine"])
     if options["verify"]:
-        from specgauge.compare.verify import require_threshold_flag
-
-        if speculative.kind != "engine":
-            raise click.UsageError("--verify re-runs the embedded engine: "
-                                   "give the speculative arm as --speculative-engine")
-        require_threshold_flag()
+        _check_verify(speculative)
     from specgauge.compare.plan import ComparePlan
     from specgauge.suites.registry import load_suite
 
@@ -278,12 +273,8 @@ def compare_command(**options) -> None:
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
     result = _run_compare(plan, options["db"], options["verify"])
-    if options["verify"] and result.verification is None:
-        recommendation = result.recommendation
-        why = ("speculation never pays (switch it off)" if recommendation.disable_above == 0 else
-               "speculation pays at every tested concurrency" if recommendation.confident else
-               "no tested concurrency shows a clear loss, so there is no threshold to apply")
-        click.echo(f"--verify: nothing to verify: {why}", err=True)
+    if options["verify"]:
+        _say_if_nothing_verified(result)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
     from specgauge.compare.peer_flags import emit_peer_results
@@ -298,10 +289,35 @@ def _resume(options: dict, api_key: str | None) -> None:
     check_resume_options(click.get_current_context())
     comparison_id = parse_comparison_id(options["resume"])
     plan = stored_plan(options["db"], comparison_id, api_key)
+    if options["verify"]:
+        _check_verify(plan.speculative)
     _check_outputs(options["output_json"], options["output_dir"])
-    result = _run_compare(plan, options["db"], False, resume_id=comparison_id)
+    result = _run_compare(plan, options["db"], options["verify"], resume_id=comparison_id)
+    if options["verify"]:
+        _say_if_nothing_verified(result)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
+
+
+def _check_verify(speculative) -> None:
+    """``--verify`` re-runs the embedded engine with the threshold: refuse (exit 2) any other arm."""
+    from specgauge.compare.verify import require_threshold_flag
+
+    if speculative.kind != "engine":
+        raise click.UsageError("--verify re-runs the embedded engine: "
+                               "give the speculative arm as --speculative-engine")
+    require_threshold_flag()
+
+
+def _say_if_nothing_verified(result) -> None:
+    """One line on stderr when ``--verify`` found no threshold to apply, and why."""
+    if result.verification is not None:
+        return
+    recommendation = result.recommendation
+    why = ("speculation never pays (switch it off)" if recommendation.disable_above == 0 else
+           "speculation pays at every tested concurrency" if recommendation.confident else
+           "no tested concurrency shows a clear loss, so there is no threshold to apply")
+    click.echo(f"--verify: nothing to verify: {why}", err=True)
 
 
 def _run_compare(plan, db: str, verify: bool, *, resume_id: int | None = None):

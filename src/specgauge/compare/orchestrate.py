@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import shlex
 import sqlite3
 from pathlib import Path
 from typing import Callable, Iterator
@@ -258,7 +259,7 @@ def _partial_result(store: Store, comparison_id: int, plan: ComparePlan, ledger:
     warning = HealthWarning(code="incomplete", message=(
         f"incomplete: the comparison stopped before its end ({' '.join(error.split())}); this covers "
         f"{len(measured)} of {len(stages)} stages, points both arms finished only; "
-        f"'specgauge compare --resume {comparison_id}' finishes it"))
+        f"'specgauge compare --resume c{comparison_id} --db {shlex.quote(str(store.path))}' finishes it"))
     return result.model_copy(update={"health": (*result.health, warning)}).model_dump(mode="json")
 
 

@@ -1,6 +1,7 @@
 """``compare --resume CID``: finish a comparison that stopped (server down, full store, Ctrl-C).
 
-The plan comes from the store; only where to write the results and the secrets may be given again.
+The plan comes from the store; only where to write the results, the secrets and ``--verify`` (re-run
+the finished sweep with the threshold applied) may be given again.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import click
 from specgauge.errors import UserError
 
 # Options a resumed comparison may take; every other one is part of the stored plan.
-RESUME_OPTIONS = frozenset({"resume", "db", "api_key", "output_json", "output_dir"})
+RESUME_OPTIONS = frozenset({"resume", "db", "api_key", "output_json", "output_dir", "verify"})
 _COMPARISON_ID = re.compile(r"^c?(\d+)$")
 
 
