@@ -25,6 +25,7 @@ is at ``GET /_truth`` (``POST /_truth/reset`` clears it).
 from __future__ import annotations
 
 import argparse
+import os
 import asyncio
 import dataclasses
 import re
@@ -569,6 +570,8 @@ def serve_in_process(description: str, make_server, argv: list[str] | None = Non
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", default="{}", help="Script fields as JSON")
+    parser.add_argument("--exit-after-requests", type=int, default=0,
+                        help="die (exit 1, no goodbye) once this many streams were served: a server crash on cue")
     args = parser.parse_args(argv)
     fields = orjson.loads(args.script)
     if isinstance(fields.get("tokens_per_chunk"), list):
@@ -579,6 +582,10 @@ def serve_in_process(description: str, make_server, argv: list[str] | None = Non
         await server.start_async()
         print(f"PORT {server.port}", flush=True)
         try:
+            if args.exit_after_requests:
+                while len(server.truth) < args.exit_after_requests:   # the condition, checked often
+                    await asyncio.sleep(0.01)
+                os._exit(1)
             await asyncio.Event().wait()
         finally:
             await server.stop_async()
