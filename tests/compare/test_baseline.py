@@ -9,8 +9,10 @@ from specgauge.store import Store
 from specgauge.suites.model import Suite, write_suite_jsonl
 from specgauge.testing.scripted_server import Script, ScriptedServer
 
-FAST = Script(ttft_s=0.003, chunk_delay_s=0.003, num_chunks=10, num_chunks_jitter=3)
-SLOW = Script(ttft_s=0.003, chunk_delay_s=0.006, num_chunks=10, num_chunks_jitter=3)
+# Chunk delays of several milliseconds, so a busy machine's scheduling delays (a millisecond or
+# two per event) stay small beside them and SLOW stays clearly slower than FAST.
+FAST = Script(ttft_s=0.01, chunk_delay_s=0.01, num_chunks=10, num_chunks_jitter=3)
+SLOW = Script(ttft_s=0.01, chunk_delay_s=0.03, num_chunks=10, num_chunks_jitter=3)
 
 
 def run_cli(*args):
@@ -32,7 +34,7 @@ async def test_regression_exits_1_and_the_same_server_exits_0(tmp_path):
         listed = run_cli("baseline", "list", "--db", db)
         assert "nightly" in listed.stdout
 
-        # The slow server takes twice as long per chunk; --min-effect 0.2 keeps a busy test machine's
+        # The slow server takes three times as long per chunk; --min-effect 0.2 keeps a busy test machine's
         # run-to-run drift on the same server from reading as a regression.
         same = run_cli("compare", "--against-baseline", "nightly", "--speculative", fast.url, "--db", db,
                        "--resamples", "300", "--min-effect", "0.2")
