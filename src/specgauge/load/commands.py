@@ -289,10 +289,9 @@ def show_command(run_id: str, db: str) -> None:
             _print_run(store, ref.id, to_stderr=False)
             return
         if ref.kind == "tune":
-            from specgauge.report.tune_report import tune_renderable
-            from specgauge.tune.stored import load_tune
+            from specgauge.report.tune_report import load_tune_report, tune_renderable
 
-            _console().print(tune_renderable(load_tune(store, ref.id)))
+            _console().print(tune_renderable(load_tune_report(store, ref.id)))
             return
         data, _ = load_report(store, ref)
     _console().print(verdict_renderable(data))

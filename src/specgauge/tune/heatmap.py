@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from specgauge.tune.choice import CellChoice, TunedSchedule
+from specgauge.tune.choice import TOLERANCE, CellChoice, TunedSchedule
 from specgauge.tune.run import TuneResult
 
 
@@ -52,6 +52,7 @@ class HeatMap:
     depths: tuple[int, ...]
     bands: tuple[tuple[int, int] | None, ...]
     rows: tuple[HeatRow, ...]
+    tolerance: float = TOLERANCE   # a depth whose interval reaches 1 - tolerance ties the best
 
     def rows_of(self, band: tuple[int, int] | None) -> tuple[HeatRow, ...]:
         return tuple(row for row in self.rows if row.band == band)
@@ -101,11 +102,3 @@ def heat_map_document(result: TuneResult) -> dict:
     """The heat map as JSON (``heat_map`` in the tune's document)."""
     return dataclasses.asdict(heat_map(result))
 
-
-def relative_colour(relative: float | None) -> str:
-    """A cell's background: green at the best, through yellow, to red at half the best or less;
-    grey where the depth was not measured beside the best."""
-    if relative is None:
-        return "#eaeef2"
-    share = min(max((relative - 0.5) / 0.5, 0.0), 1.0)
-    return f"hsl({round(120 * share ** 2)}, 65%, {round(88 - 12 * share)}%)"
