@@ -343,6 +343,22 @@ def test_terminal_verdict_colours_ratios_by_their_ci(recorded):
     assert all(s.setting.split()[0] in plain for s in recorded.recommendation.settings)
 
 
+def test_the_recommendation_opens_with_its_schedule_in_the_terminal_and_html(recorded, tmp_path):
+    n = recorded.recommended_disable_above
+    schedule = ((1, n, 3), (n + 1, 256, 0))
+    result = recorded.model_copy(update={"recommendation": recorded.recommendation.model_copy(
+        update={"schedule": schedule})})
+    console = Console(record=True, width=240, file=io.StringIO())
+    console.print(verdict_renderable(report_from_compare(result)))
+    plain = console.export_text()
+    first = f"recommendation: Schedule [bs_lo, bs_hi, K]: [[1, {n}, 3], [{n + 1}, 256, 0]]"
+    assert first in plain and f"Simple case: Disable speculation above {n} concurrent requests." in plain
+    assert plain.index(first) < plain.index("Simple case:")
+    page = render_html(result, tmp_path / "r.html").read_text()
+    section = page[page.index('id="recommendation"'):]
+    assert section.index(f"<strong>Schedule [bs_lo, bs_hi, K]: [[1, {n}, 3]") < section.index("Simple case: ")
+
+
 def test_verification_table(recorded):
     from specgauge.analysis.results import Verification, VerifyPoint
 
