@@ -287,6 +287,10 @@ def test_report_of_a_stored_comparison(tmp_path, recorded, cli_here):
     assert CompareResult.model_validate_json((out / "verdict.json").read_text()) == recorded
     hint = cli_here("report", str(run_id), "--db", str(db), "--html", str(tmp_path / "one.html"))
     assert hint.returncode == 0 and f"specgauge report c{comparison_id}" in hint.stderr
+    on_stdout = cli_here("report", f"c{comparison_id}", "--db", str(db), "--html", str(tmp_path / "c.html"),
+                         "--output-json", "-")
+    assert on_stdout.returncode == 0, on_stdout.stderr
+    assert CompareResult.model_validate_json(on_stdout.stdout) == recorded   # the tables went to stderr
 
 
 def test_report_errors_are_one_line(tmp_path, cli_here):
