@@ -65,7 +65,7 @@ def test_report_of_a_tune_in_the_terminal_json_and_html(tmp_path):
     for level in LEVELS:
         line = next(line for line in out.splitlines() if re.match(rf"\W*{level} ", line))
         assert "[1.00*]" in line
-    assert "Verified: the worst ratio of the schedule" in out and "--speculative-schedule" in out
+    assert "Verification: the worst ratio of the schedule" in out and "--speculative-schedule" in out
     # HTML: every depth of every level is a coloured cell; exactly the chosen ones are outlined
     page = (tmp_path / "out" / "report.html").read_text()
     scan = HeatScan()

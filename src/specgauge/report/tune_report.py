@@ -35,6 +35,7 @@ table.heatmap td.heat { text-align: center; min-width: 64px; color: #1f2328; }
 table.heatmap td.heat.chosen { outline: 3px solid #1f2328; outline-offset: -3px; font-weight: 700; }
 table.heatmap td.heat .interval { display: block; font-size: 11px; color: #3b434b; font-weight: 400; }
 table.heatmap td.uncertain { color: var(--warn); font-weight: 600; }
+table.verify .interval { display: block; font-size: 11px; color: var(--muted); font-weight: 400; }
 .legend { font-size: 12px; color: var(--muted); }
 .legend span.key { display: inline-block; width: 28px; height: 12px; vertical-align: -2px; margin: 0 4px; }
 """
@@ -112,7 +113,7 @@ def verify_sentence(tune: TuneReport) -> str | None:
     worst = tune.document.get("worst_verify_ratio")
     if not worst:
         return None
-    return (f"Verified: the worst ratio of the schedule to the per-level best (of "
+    return (f"Verification: the worst ratio of the schedule to the per-level best (of "
             f"{tune.document.get('best_fixed') or '–'} and k=0) is {_ratio_text(worst)}.")
 
 
@@ -252,10 +253,10 @@ def _verify_html(tune: TuneReport) -> str:
         ratio = level.get("ratio")
         style = _verify_style(ratio, tune.line)
         rows.append([str(level["concurrency"]), *[number(level["throughput"].get(label), ",.0f") for label in labels],
-                     f'<td{f" class={chr(34)}{style}{chr(34)}" if style else ""}>{escape(_ratio_text(ratio))} '
-                     f"vs {escape(level['best_other'])}</td>"])
+                     f'<td{f" class={chr(34)}{style}{chr(34)}" if style else ""}>{escape(_ratio_text(ratio))}'
+                     f'<span class="interval">vs {escape(level["best_other"])}</span></td>'])
     return ("<h3>Verification: the schedule beside the best fixed depth and no speculation (tok/s)</h3>"
-            + _table(["concurrency", *[escape(label) for label in labels], "schedule / the better [95% CI]"], rows,
+            + _table(["concurrency", *[escape(label) for label in labels], "schedule / better [95% CI]"], rows,
                      css_class="verify")
             + f'<p class="note">Green: the whole interval is at or above {tune.line:.2f}×; red: wholly below it.</p>')
 
