@@ -134,3 +134,31 @@ def test_one_arm_report_renders_in_chromium(tmp_path):
     scan, messages = dom_of(tmp_path / "profile", page.as_uri())
     assert messages == []
     assert scan.plots_with_svg == [n for n in PLOT_BUILDERS if n != "speedup"]
+
+
+def test_tune_report_renders_in_chromium(tmp_path):
+    """The tune page: the heat map's colours and outlined chosen cells are drawn, no console message."""
+    from specgauge.report.tune_report import load_tune_report, write_tune_report
+    from tune_fixtures import DEPTHS, LEVELS, stored_tune
+
+    db = tmp_path / "t.db"
+    tune_id = stored_tune(db)
+    with Store.open(db, create=False) as store:
+        page = write_tune_report(load_tune_report(store, tune_id), tmp_path / "out", None)[0]
+    shot = tmp_path / "shot.png"
+    result = run_chromium(tmp_path / "profile-shot", page.as_uri(), f"--screenshot={shot}")
+    assert result.returncode == 0 and shot.is_file(), result.stderr[-2000:]
+    assert console_messages(result.stderr) == []
+    with Image.open(shot) as image:
+        pixels = np.asarray(image.convert("RGB"))             # (H, W, 3) uint8
+    assert pixels[: WINDOW[1] // 4].std() > 10                  # the schedule and the heat map are at the top
+    assert share_of_colour(pixels, "#9aea9a", tolerance=12) > 0.001   # the best cells' green (relative 1.00)
+
+    result = run_chromium(tmp_path / "profile-dom", page.as_uri(), "--dump-dom")
+    assert result.returncode == 0 and console_messages(result.stderr) == []
+    dom = result.stdout
+    assert dom.count('data-depth=') == len(DEPTHS) * len(LEVELS)
+    assert dom.count("heat chosen") == len(LEVELS)
+    scan = DomScan()
+    scan.feed(dom)
+    assert scan.sections[:2] == ["verdict", "heatmap"]

@@ -287,6 +287,10 @@ def test_report_of_a_stored_comparison(tmp_path, recorded, cli_here):
     assert CompareResult.model_validate_json((out / "verdict.json").read_text()) == recorded
     hint = cli_here("report", str(run_id), "--db", str(db), "--html", str(tmp_path / "one.html"))
     assert hint.returncode == 0 and f"specgauge report c{comparison_id}" in hint.stderr
+    on_stdout = cli_here("report", f"c{comparison_id}", "--db", str(db), "--html", str(tmp_path / "c.html"),
+                         "--output-json", "-")
+    assert on_stdout.returncode == 0, on_stdout.stderr
+    assert CompareResult.model_validate_json(on_stdout.stdout) == recorded   # the tables went to stderr
 
 
 def test_report_errors_are_one_line(tmp_path, cli_here):
@@ -341,6 +345,22 @@ def test_terminal_verdict_colours_ratios_by_their_ci(recorded):
     plain = console.export_text()
     assert "recommendation: Disable speculation above" in plain
     assert all(s.setting.split()[0] in plain for s in recorded.recommendation.settings)
+
+
+def test_the_recommendation_opens_with_its_schedule_in_the_terminal_and_html(recorded, tmp_path):
+    n = recorded.recommended_disable_above
+    schedule = ((1, n, 3), (n + 1, 256, 0))
+    result = recorded.model_copy(update={"recommendation": recorded.recommendation.model_copy(
+        update={"schedule": schedule})})
+    console = Console(record=True, width=240, file=io.StringIO())
+    console.print(verdict_renderable(report_from_compare(result)))
+    plain = console.export_text()
+    first = f"recommendation: Schedule [bs_lo, bs_hi, K]: [[1, {n}, 3], [{n + 1}, 256, 0]]"
+    assert first in plain and f"Simple case: Disable speculation above {n} concurrent requests." in plain
+    assert plain.index(first) < plain.index("Simple case:")
+    page = render_html(result, tmp_path / "r.html").read_text()
+    section = page[page.index('id="recommendation"'):]
+    assert section.index(f"<strong>Schedule [bs_lo, bs_hi, K]: [[1, {n}, 3]") < section.index("Simple case: ")
 
 
 def test_verification_table(recorded):

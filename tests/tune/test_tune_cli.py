@@ -36,6 +36,14 @@ def test_tune_on_url_arms_chooses_the_fastest_depth_and_emits_the_settings(tmp_p
     assert document["measure_seconds"] <= document["full_grid_seconds"] + 1e-9
     assert document["verify"] == []  # URL arms: --verify is off by default (it launches the engine)
     assert "schedule: [[1, 256, 2]]" in done.stdout and "every point is a bench run" in done.stdout
+    # stored as one result: `report tN` gives back the same document, its runs are the points' runs
+    assert f"stored as tune t{document['tune_id']}" in done.stdout
+    shown = run_cli("report", f"t{document['tune_id']}", "--db", str(tmp_path / "t.db"), "--output-json", "-",
+                    "--html", str(tmp_path / "tune.html"), timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == document
+    assert [[c["depth"] for c in row["cells"] if c["chosen"]] for row in document["heat_map"]["rows"]] == [[2], [2]]
+    assert "Schedule [bs_lo, bs_hi, K]: [[1, 256, 2]]" in (tmp_path / "tune.html").read_text()
 
 
 @pytest.mark.parametrize("args, message", [

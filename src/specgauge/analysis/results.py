@@ -143,7 +143,8 @@ class SpeculationSetup(_Frozen):
 
 
 class Recommendation(_Frozen):
-    """When to switch speculation off. ``disable_above`` None: no threshold (no tested concurrency
+    """When to switch speculation off, as a draft-depth schedule (``schedule``) and as its simple case,
+    a threshold (``disable_above``). ``disable_above`` None: no threshold (no tested concurrency
     showed a clear loss); 0: switch it off (it never pays); N: speculate only while at most N run.
 
     ``confident`` False: the intervals do not settle it; ``uncertain_because`` says why and
@@ -155,6 +156,10 @@ class Recommendation(_Frozen):
     confident: bool = True
     uncertain_because: str | None = None
     to_settle: str | None = None
+    # the threshold as a draft-depth schedule, vLLM's num_speculative_tokens_per_batch_size entries
+    # [bs_lo, bs_hi, K] (K at the levels where speculation pays, 0 above the crossover); None when the
+    # verdict is uncertain (analysis/verdict.py ``recommend``)
+    schedule: tuple[tuple[int, int, int], ...] | None = None
 
 
 class DriftEstimate(_Frozen):

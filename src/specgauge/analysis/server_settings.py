@@ -102,6 +102,22 @@ def vllm_base_config(setup: SpeculationSetup, base_config: dict | None = None) -
     return config, said
 
 
+def threshold_schedule(threshold: int | None, depth: int, max_num_seqs: int) -> list[list[int]]:
+    """The threshold as vLLM's ``num_speculative_tokens_per_batch_size`` entries: ``depth`` draft
+    tokens at batch sizes 1..``threshold``, 0 (no drafting) above up to ``max_num_seqs``; ``None``
+    (no threshold): ``depth`` everywhere; 0: no drafting anywhere. Checked by vLLM's rules
+    (``specgauge.speculation_schedule``; vllm/v1/spec_decode/dynamic/utils.py)."""
+    top = max(1, max_num_seqs)
+    if threshold is None:
+        schedule = [[1, top, depth]]
+    elif threshold == 0:
+        schedule = [[1, top, 0]]
+    else:
+        schedule = [[1, threshold, depth], [threshold + 1, max(threshold + 1, top), 0]]
+    normalize_schedule(schedule)
+    return schedule
+
+
 def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | None = None) -> ServerSetting:
     """``--speculative-config '<json>'`` that speculates while at most ``threshold`` requests run
     (0: never), for the arm's own method; ``base_config`` is the arm's own config when known."""
@@ -112,11 +128,10 @@ def vllm_setting(threshold: int, setup: SpeculationSetup, base_config: dict | No
         top = DEFAULT_MAX_NUM_SEQS
         said.append(f"{DEFAULT_MAX_NUM_SEQS} stands for your --max-num-seqs (batch sizes past the last range "
                     f"inherit its K anyway)")
+    schedule = threshold_schedule(threshold, int(depth), top)
     if threshold == 0:
-        schedule = [[1, max(1, top), 0]]
         meaning = "speculation never paid: 0 draft tokens at every batch size (or simply omit --speculative-config)"
     else:
-        schedule = [[1, threshold, int(depth)], [threshold + 1, max(threshold + 1, top), 0]]
         meaning = (f"{depth} draft tokens while at most {threshold} requests run, 0 (no drafting) above "
                    f"(dynamic speculative decoding, vllm/v1/spec_decode/dynamic/utils.py)")
     config["num_speculative_tokens_per_batch_size"] = schedule

@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from specgauge.analysis.server_settings import server_settings
+from specgauge.analysis.server_settings import (DEFAULT_DEPTH, DEFAULT_MAX_NUM_SEQS, server_settings,
+                                                threshold_schedule)
 from specgauge.analysis.results import (Crossover, DriftEstimate, Recommendation, SingleStreamDomain,
                                      SpeculationSetup, SweepPoint)
 
@@ -143,9 +144,41 @@ def recommend(crossover: Crossover, sweep: Sequence[SweepPoint] = (), *, setup: 
             reasons.append("speculation is clearly faster and clearly slower at concurrencies out of order")
         because = "; ".join(reasons)
         settle = _settle_hint(rounds, drift)
+    schedule = None
+    if confident:  # an uncertain verdict says so and emits no schedule
+        depth = (setup.num_speculative_tokens if setup else None) or DEFAULT_DEPTH
+        top = (setup.max_num_seqs if setup else None) or DEFAULT_MAX_NUM_SEQS
+        schedule = tuple(tuple(entry) for entry in threshold_schedule(threshold, depth, top))
     return Recommendation(disable_above=threshold, rule=THRESHOLD_RULE,
                           settings=server_settings(threshold, setup, vllm_base_config),
-                          confident=confident, uncertain_because=because, to_settle=settle)
+                          confident=confident, uncertain_because=because, to_settle=settle, schedule=schedule)
+
+
+def schedule_sentence(recommendation: Recommendation) -> str | None:
+    """The recommendation's first line: the draft-depth schedule in vLLM's form
+    (``num_speculative_tokens_per_batch_size``, which SGLang's adaptive tiers and the embedded engine's
+    ``--speculative-schedule`` mirror), derived from the per-concurrency verdict; None when uncertain."""
+    schedule = recommendation.schedule
+    if not recommendation.confident or not schedule:
+        return None
+    entries = [list(entry) for entry in schedule]
+    depth = max(entry[-1] for entry in schedule)
+    if depth == 0:
+        meaning = "no drafting at any batch size"
+    elif len(schedule) == 1:
+        meaning = f"{depth} draft tokens at every batch size"
+    else:
+        meaning = (f"{depth} draft tokens while at most {schedule[0][1]} requests run, 0 (no drafting) from "
+                   f"{schedule[1][0]}")
+    return f"Schedule [bs_lo, bs_hi, K]: {entries} — {meaning}."
+
+
+def recommendation_lines(recommendation: Recommendation) -> tuple[str, ...]:
+    """The recommendation in order: the schedule first, then the threshold as its simple case; an
+    uncertain verdict has only the uncertain sentence (no schedule is claimed)."""
+    first = schedule_sentence(recommendation)
+    threshold = recommendation_sentence(recommendation)
+    return (first, f"Simple case: {threshold}") if first is not None else (threshold,)
 
 
 def recommendation_sentence(recommendation: Recommendation) -> str:

@@ -258,22 +258,27 @@ async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tupl
 @click.command("runs")
 @click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
 def runs_command(db: str) -> None:
-    """List the stored runs, then the comparisons (ids like c3: 'specgauge show c3')."""
-    from specgauge.report.terminal import comparisons_table, runs_table
+    """List the stored runs, then the comparisons (ids like c3: 'specgauge show c3') and the tunes
+    (ids like t2: 'specgauge report t2')."""
+    from specgauge.report.terminal import comparisons_table, runs_table, tunes_table
     from specgauge.store import Store
 
     with Store.open(db, create=False, read_only=True) as store:
         _console().print(runs_table([(run, store.get_points(run.id)) for run in store.list_runs()]))
         comparisons = [(row, store.comparison_runs(row.id)) for row in store.list_comparisons()]
+        tunes = [(row, store.tune_runs(row.id)) for row in store.list_tunes()]
     if comparisons:
         _console().print(comparisons_table(comparisons))
+    if tunes:
+        _console().print(tunes_table(tunes))
 
 
 @click.command("show")
 @click.argument("run_id", metavar="ID")
 @click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
 def show_command(run_id: str, db: str) -> None:
-    """Show a run's summary table (ID like 7: one row per point) or a comparison's verdict (ID like c3)."""
+    """Show a run's summary table (ID like 7: one row per point), a comparison's verdict (ID like c3) or a
+    tune's heat map and verification (ID like t2)."""
     from specgauge.report.commands import load_report, parse_report_id
     from specgauge.report.verdict_table import verdict_renderable
     from specgauge.store import Store
@@ -282,6 +287,11 @@ def show_command(run_id: str, db: str) -> None:
     with Store.open(db, create=False, read_only=True) as store:
         if ref.kind == "run":
             _print_run(store, ref.id, to_stderr=False)
+            return
+        if ref.kind == "tune":
+            from specgauge.report.tune_report import load_tune_report, tune_renderable
+
+            _console().print(tune_renderable(load_tune_report(store, ref.id)))
             return
         data, _ = load_report(store, ref)
     _console().print(verdict_renderable(data))

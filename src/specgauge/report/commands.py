@@ -1,40 +1,43 @@
 """``specgauge report ID``: regenerate a report from the results store.
 
-``ID`` is a comparison (``c3``) or one bench run (``7``). Heavy imports (matplotlib, rich) stay
-inside the command body.
+``ID`` is a comparison (``c3``), a tune (``t2``) or one bench run (``7``). Heavy imports
+(matplotlib, rich) stay inside the command body.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
 from specgauge.errors import UserError
 
-_REPORT_ID = re.compile(r"^(?:(?P<comparison>c)(?P<cid>\d+)|(?P<rid>\d+))$", re.IGNORECASE)
+_REPORT_ID = re.compile(r"^(?:(?P<comparison>c)(?P<cid>\d+)|(?P<tune>t)(?P<tid>\d+)|(?P<rid>\d+))$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class ReportRef:
-    """What ``specgauge report`` was asked for: a comparison or a bench run, by id."""
+    """What ``specgauge report`` was asked for: a comparison, a tune or a bench run, by id."""
 
-    kind: str   # "comparison" | "run"
+    kind: str   # "comparison" | "tune" | "run"
     id: int
 
     def __str__(self) -> str:
-        return f"c{self.id}" if self.kind == "comparison" else str(self.id)
+        return {"comparison": f"c{self.id}", "tune": f"t{self.id}"}.get(self.kind, str(self.id))
 
 
 def parse_report_id(text: str) -> ReportRef:
-    """``c3`` → comparison 3; ``7`` → bench run 7; anything else is a one-line ``UserError``."""
+    """``c3`` → comparison 3; ``t2`` → tune 2; ``7`` → bench run 7; anything else is a one-line ``UserError``."""
     match = _REPORT_ID.match(text.strip())
     if match is None:
-        raise UserError(f"ID {text!r}: give a bench run id (e.g. 7) or a comparison id (e.g. c3); "
-                        f"see 'specgauge runs'")
+        raise UserError(f"ID {text!r}: give a bench run id (e.g. 7), a comparison id (e.g. c3) or a tune id "
+                        f"(e.g. t2); see 'specgauge runs'")
     if match["comparison"]:
         return ReportRef("comparison", int(match["cid"]))
+    if match["tune"]:
+        return ReportRef("tune", int(match["tid"]))
     return ReportRef("run", int(match["rid"]))
 
 
@@ -66,9 +69,11 @@ def load_report(store, ref: ReportRef):
 @click.option("--html", "html_path", metavar="FILE", help="write only the self-contained HTML report to FILE")
 @click.option("--output-dir", metavar="DIR",
               help="write report.html, plots/*.png, the JSON and sweep.csv here [default: report-ID]")
+@click.option("--output-json", metavar="FILE", help="also write the JSON document here ('-' for stdout)")
 @click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
-def report_command(report_id: str, html_path: str | None, output_dir: str | None, db: str) -> None:
-    """Regenerate the report of a comparison (ID like c3) or of one bench run (ID like 7).
+def report_command(report_id: str, html_path: str | None, output_dir: str | None, output_json: str | None,
+                   db: str) -> None:
+    """Regenerate the report of a comparison (ID like c3), a tune (ID like t2) or one bench run (ID like 7).
 
     With --html only, just that HTML file is written; otherwise everything goes into --output-dir.
     """
@@ -80,12 +85,18 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     from specgauge.store import Store
 
     ref = parse_report_id(report_id)
+    if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
+        raise UserError(f"--output-json {output_json}: no such directory {Path(output_json).parent}")
+    if ref.kind == "tune":
+        _report_tune(ref, html_path, output_dir, output_json, db)
+        return
     with Store.open(db, create=False, read_only=True) as store:
         data, document = load_report(store, ref)
         run_view = (store.get_run(ref.id), store.get_points(ref.id)) if ref.kind == "run" else None
         part_of = store.comparison_of_run(ref.id) if ref.kind == "run" else None
-    console = Console()
-    console = console if console.is_terminal else Console(width=160)
+        part_of_tune = store.tune_of_run(ref.id) if ref.kind == "run" else None
+    console = Console(stderr=output_json == "-")
+    console = console if console.is_terminal else Console(width=160, stderr=output_json == "-")
     if run_view is not None:
         console.print(run_table(*run_view))
     console.print(verdict_renderable(data))
@@ -94,10 +105,51 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     else:
         files = write_report(data, output_dir or f"report-{ref}", html_path=html_path, run_document=document)
         written = [files.html, files.json, files.csv, files.pngs[0].parent]
+    if output_json:
+        written += _write_json(data.comparison.model_dump(mode="json") if data.comparison is not None else document,
+                               output_json)
     click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
     if part_of is not None:
         click.echo(f"run {ref.id} is one arm of comparison {part_of}: 'specgauge report c{part_of}' shows both",
                    err=True)
+    if part_of_tune is not None:
+        click.echo(f"run {ref.id} is one point of tune {part_of_tune}: 'specgauge report t{part_of_tune}' shows "
+                   f"all of them", err=True)
+
+
+def _write_json(document: dict, output_json: str) -> list[str]:
+    """The JSON document to ``output_json`` (``-``: stdout); returns the path written, if a file."""
+    import json
+
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if output_json == "-":
+        click.echo(text, nl=False)
+        return []
+    try:
+        Path(output_json).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {output_json}: {exc.strerror or exc}") from None
+    return [output_json]
+
+
+def _report_tune(ref: ReportRef, html_path: str | None, output_dir: str | None, output_json: str | None,
+                 db: str) -> None:
+    """``report tN``: the heat map and verification in the terminal, the HTML page (and tune.json)."""
+    from rich.console import Console
+
+    from specgauge.report.tune_report import load_tune_report, tune_renderable, write_tune_report
+    from specgauge.store import Store
+
+    with Store.open(db, create=False, read_only=True) as store:
+        stored = load_tune_report(store, ref.id)
+    console = Console(stderr=output_json == "-")
+    console = console if console.is_terminal else Console(width=160, stderr=output_json == "-")
+    console.print(tune_renderable(stored))
+    written = [str(p) for p in write_tune_report(stored, None if html_path and not output_dir else
+                                                 output_dir or f"report-{ref}", html_path)]
+    if output_json:
+        written += _write_json(stored.document, output_json)
+    click.echo("wrote " + ", ".join(written), err=True)
 
 
 def register(app: click.Group) -> None:

@@ -18,7 +18,7 @@ from specgauge.report.formatting import number, ratio_outcome, ratio_with_ci
 from specgauge.report.plots import Plot, arm_colour, build_plots, plot_svg, save_png
 from specgauge.report.report_data import ArmData, ReportData, report_from_compare
 from specgauge.report.report_text import (DEFINITIONS_SOURCE, crossover_sentence, headline, metric_definitions,
-                                          recommendation_sentence)
+                                          recommendation_lines)
 
 if TYPE_CHECKING:
     from specgauge.analysis.results import CompareResult
@@ -153,8 +153,8 @@ def _setting_block(title: str, code: str, note: str) -> str:
 
 def _verdict_section(data: ReportData) -> str:
     lines = "".join(f"<p>{escape(line)}</p>" for line in headline(data))
-    extra = recommendation_sentence(data)
-    sub = f'<p class="sub">Recommendation: {escape(extra)}</p>' if extra else ""
+    extra = recommendation_lines(data)
+    sub = f'<p class="sub">Recommendation: {escape(" ".join(extra))}</p>' if extra else ""
     return f'<section id="verdict" class="verdict">{lines}{sub}</section>'
 
 
@@ -212,8 +212,10 @@ def _recommendation_section(data: ReportData) -> str:
                      for s in recommendation.settings)
     threshold = "null (no threshold)" if recommendation.disable_above is None else \
         str(recommendation.disable_above)
-    body = (f"<p><strong>{escape(recommendation_sentence(data) or '')}</strong> "
-            f"<code>recommended_disable_above = {escape(threshold)}</code></p>"
+    first, *more = recommendation_lines(data)
+    body = (f"<p><strong>{escape(first)}</strong></p>"
+            + "".join(f"<p>{escape(line)}</p>" for line in more)
+            + f"<p><code>recommended_disable_above = {escape(threshold)}</code></p>"
             f'<p class="note">Rule: {escape(recommendation.rule)}.</p>')
     if blocks:
         body += f'<div class="settings">{blocks}</div>'

@@ -47,6 +47,16 @@ def recommendation_sentence(data: ReportData) -> str | None:
     return sentence(data.comparison.recommendation)
 
 
+def recommendation_lines(data: ReportData) -> tuple[str, ...]:
+    """The recommendation, its schedule first and the threshold as the simple case (empty for a
+    one-arm report); the rules are :mod:`specgauge.analysis.verdict`'s."""
+    from specgauge.analysis.verdict import recommendation_lines as lines
+
+    if data.comparison is None:
+        return ()
+    return lines(data.comparison.recommendation)
+
+
 def headline(data: ReportData) -> list[str]:
     """The lines at the top of the report: the verdict, or for one run its main figures."""
     if data.comparison is not None:

@@ -222,6 +222,25 @@ def comparisons_table(comparisons: list) -> Table:
     return table
 
 
+def tunes_table(tunes: list) -> Table:
+    """The tunes of ``specgauge runs``: id (tN), status, when, the depths and levels, the bench runs,
+    the schedule. ``tunes``: ``(TuneRow, [TuneRunRow])`` pairs."""
+    table = Table(title="tunes ('specgauge report tN')", title_justify="left")
+    for header in ("id", "started (UTC)", "status", "depths", "concurrency", "runs", "schedule"):
+        table.add_column(header)
+    for row, links in tunes:
+        plan, result = row.plan or {}, row.result or {}
+        depths = ",".join(str(arm.get("depth")) for arm in plan.get("arms") or () if arm.get("depth") is not None)
+        schedule = (result.get("schedule") or {}).get("entries")
+        status_style = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(row.status, "")
+        run_ids = sorted({link.run_id for link in links})
+        shown = f"{run_ids[0]}–{run_ids[-1]} ({len(run_ids)})" if run_ids else "-"
+        table.add_row(f"t{row.id}", row.started_at.replace("+00:00", ""), Text(row.status, style=status_style),
+                      depths or "-", ",".join(map(str, plan.get("concurrency") or ())) or "-", shown,
+                      str(schedule) if schedule else (row.error or "-"))
+    return table
+
+
 def comparison_notes(store, stages) -> list[str]:
     """The lines under a comparison's verdict: each distinct workload note of its runs (prompts left
     out for a server's context, the chat template) and every point with errors, by class and count.

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from specgauge.report.formatting import number, ratio_outcome, ratio_with_ci
 from specgauge.report.report_data import ReportData
-from specgauge.report.report_text import crossover_sentence, headline, recommendation_sentence
+from specgauge.report.report_text import crossover_sentence, headline, recommendation_lines
 
 OUTCOME_STYLES = {"better": "bold green", "worse": "bold red", "unclear": ""}
 
@@ -53,7 +53,9 @@ def verdict_renderable(data: ReportData) -> Group:
     parts: list = [single_stream_table(data), sweep_table(data)]
     parts += [Text(line, style="bold") for line in headline(data)]
     parts.append(Text(f"crossover: {crossover_sentence(data)}"))
-    parts.append(Text(f"recommendation: {recommendation_sentence(data)}", style="bold cyan"))
+    first, *more = recommendation_lines(data)
+    parts.append(Text(f"recommendation: {first}", style="bold cyan"))
+    parts += [Text(f"  {line}", style="cyan") for line in more]
     for setting in data.comparison.recommendation.settings:
         parts.append(Text(f"  {setting.server}: {setting.setting}"))
         if setting.config_file and setting.config_text:

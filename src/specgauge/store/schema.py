@@ -1,13 +1,14 @@
-"""The results store's SQLite schema (version 3). docs/bench.md and docs/compare.md describe every column.
+"""The results store's SQLite schema (version 4). docs/bench.md, docs/compare.md and docs/tune.md describe
+every column.
 
 Version 2 added the comparison tables (``comparisons``, ``comparison_runs``, ``baselines``), version 3
-the ``run_claims`` table (which process is running a run); an older store is migrated in place when
-opened (:data:`MIGRATIONS`).
+the ``run_claims`` table (which process is running a run), version 4 the tune tables (``tunes``,
+``tune_runs``); an older store is migrated in place when opened (:data:`MIGRATIONS`).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 RUN_STATUSES = ("running", "done", "failed", "interrupted")
 POINT_STATUSES = ("pending", "running", "done")
@@ -130,5 +131,30 @@ CREATE TABLE IF NOT EXISTS run_claims (
 );
 """
 
+# Version 4: tunes (``specgauge tune``, ids tN): the plan, the result document (choices, schedule,
+# settings, verification, measuring time; tune/render.py ``result_document``) and the bench runs it
+# made, one per point (a depth or the schedule at one concurrency, context band and round).
+DDL_V4 = """
+CREATE TABLE IF NOT EXISTS tunes (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    status          TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed', 'interrupted')),
+    started_at      TEXT NOT NULL,
+    finished_at     TEXT,
+    plan_json       TEXT NOT NULL,          -- the TunePlan (arms, depths, levels, rounds, suite, seed)
+    result_json     TEXT,                   -- the tune's JSON document once done (docs/tune.md)
+    error           TEXT
+);
+
+CREATE TABLE IF NOT EXISTS tune_runs (
+    tune_id         INTEGER NOT NULL REFERENCES tunes(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    stage           TEXT NOT NULL CHECK (stage IN ('measure', 'verify')),
+    arm             TEXT NOT NULL,          -- 'k=3' (a fixed depth) or 'schedule'
+    concurrency     INTEGER NOT NULL,
+    round           INTEGER NOT NULL,
+    PRIMARY KEY (tune_id, run_id)
+);
+"""
+
 # Applied in order to a store whose version is below the key.
-MIGRATIONS = {2: DDL_V2, 3: DDL_V3}
+MIGRATIONS = {2: DDL_V2, 3: DDL_V3, 4: DDL_V4}

@@ -22,6 +22,7 @@ from specgauge.store import codec
 from specgauge.store.claims import RunClaims
 from specgauge.store.comparisons import ComparisonTables
 from specgauge.store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
+from specgauge.store.tunes import TuneTables
 
 DEFAULT_DB_PATH = "specgauge.db"
 
@@ -162,7 +163,7 @@ def _row_record(row: sqlite3.Row) -> RequestRecord:
     )
 
 
-class Store(ComparisonTables, RunClaims):
+class Store(ComparisonTables, TuneTables, RunClaims):
     """The SQLite results store. Open it with :meth:`Store.open`; use as a context manager."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:

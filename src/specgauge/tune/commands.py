@@ -129,29 +129,40 @@ def tune_command(**options) -> None:
                     max_batch_size=options["max_batch_size"], start_timeout_s=options["start_timeout"],
                     model=options["model"])
     say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
+    from specgauge.tune.stored import plan_document, store_tune, tune_stopped_marked
+
     with Store.open(options["db"]) as store:
-        result = run_async(run_tune(plan, store, say))
-    _emit(result, arms, algorithm, output_json, options["db"])
+        tune_id = store.create_tune(plan_document(plan))
+        with tune_stopped_marked(store, tune_id):
+            result = run_async(run_tune(plan, store, say))
+        settings = _settings(result, arms, algorithm)
+        document = store_tune(store, tune_id, result, settings)
+    _emit(result, settings, document, output_json, options["db"])
 
 
-def _emit(result, arms, algorithm: str, output_json: str | None, db: str) -> None:
-    import json
-
+def _settings(result, arms, algorithm: str):
     from specgauge.analysis.results import SpeculationSetup
-    from specgauge.tune.render import render_text, result_document
     from specgauge.tune.settings import schedule_settings
 
     kind = arms[0].kind
     setup = SpeculationSetup(engine="specgauge", method=algorithm) if kind == "engine" else SpeculationSetup()
-    settings = schedule_settings(result.schedule, setup)
+    return schedule_settings(result.schedule, setup)
+
+
+def _emit(result, settings, document: dict, output_json: str | None, db: str) -> None:
+    import json
+
+    from specgauge.tune.render import render_text
+
     text = render_text(result, settings)
     run_ids = sorted(p.run_id for p in (*result.points, *result.verify_points))
     if run_ids:
         text += (f"\nevery point is a bench run in {db}: runs {run_ids[0]}-{run_ids[-1]} "
                  f"(specgauge show RUN_ID --db {db})")
+    text += f"\nstored as tune t{document['tune_id']}: specgauge report t{document['tune_id']} --db {db}"
     click.echo(text, err=output_json == "-")
     if output_json:
-        document = json.dumps(result_document(result, settings), indent=2) + "\n"
+        document = json.dumps(document, indent=2) + "\n"
         if output_json == "-":
             sys.stdout.write(document)
         else:
