@@ -126,8 +126,8 @@ class SpeculativeRunner(ModelRunner):
         """A step with speculation off: the plain runner's layout, forward and sampling, plus the
         target features the drafter will need. The drafter does nothing: EAGLE-3's pending
         features pile up and its next catch-up forward covers every token decoded meanwhile.
-        (Through the speculative layout, segments and verdicts, such a step costs 2–5% more than
-        the plain engine's in closed loop.)"""
+        (The plain layout, not the speculative segments and verdicts: a step at k = 0 costs what a
+        plain engine's step costs.)"""
         start = time.perf_counter()
         forward_batch, sampling_seqs = self.build_forward_batch(batch.seqs)
         logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
