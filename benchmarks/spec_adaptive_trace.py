@@ -43,8 +43,8 @@ def main() -> None:
     choices: list[int] = []
     choose = controller.choose
 
-    def traced(num_active: int) -> int:
-        k = choose(num_active)
+    def traced(num_active: int, context_length: int = 1) -> int:
+        k = choose(num_active, context_length)
         choices.append(k)
         return k
 

@@ -148,6 +148,22 @@ def test_abort_frees_blocks_at_once_even_mid_step():
     sched.blocks.check_integrity()
 
 
+def test_a_step_reserves_the_lookahead_it_is_given_and_admission_the_configured_one():
+    """The draft slots of a step are an argument of ``schedule`` (the speculation controller's k
+    of that step); admission reserves the configured most for a whole request."""
+    sched = Scheduler(SchedulerConfig(lookahead=3), BlockManager(32, 4))
+    sched.add(request("a", 4, max_tokens=8))
+    batch = sched.schedule(lookahead=0)
+    sched.postprocess(batch, fake_run(batch))
+    batch = sched.schedule(lookahead=1)
+    assert sched.blocks.num_tokens("a") == 5 + 1  # next token + 1 draft slot
+    sched.postprocess(batch, fake_run(batch))
+    assert sched.blocks.num_tokens("a") == sched.requests["a"].num_computed == 5  # the slot went back
+    sched.schedule()
+    assert sched.blocks.num_tokens("a") == 6 + 3  # no lookahead given: the configured one
+    run_to_end(sched)
+
+
 def test_ragged_multi_token_outputs_and_kv_rollback():
     """A speculative runner's shape of output: several tokens, fewer K/V kept than computed."""
     sched = Scheduler(SchedulerConfig(lookahead=3), BlockManager(32, 4))

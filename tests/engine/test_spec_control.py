@@ -6,7 +6,15 @@ import statistics
 from collections import deque
 
 from specgauge.engine.speculative.config import SpeculativeConfig
-from specgauge.engine.speculative.control import SpeculationController, _Cell, bucket_of
+from specgauge.engine.speculative.control import SpeculationController
+from specgauge.engine.speculative.cost_model import StepTimes, bucket_of
+from specgauge.engine.speculative.step_report import StepReport
+
+
+def decode_report(k, figures):
+    """The report of a steady decode step with ``k`` drafts: per request (proposed, accepted)."""
+    return StepReport(k=k, decoding=len(figures), pure_decode=True,
+                      verdicts={f"r{i}": figure for i, figure in enumerate(figures)})
 
 
 def drive(controller, batch, step_time, accepted_of, steps=300):
@@ -14,10 +22,8 @@ def drive(controller, batch, step_time, accepted_of, steps=300):
     chosen = []
     for _ in range(steps):
         k = controller.choose(batch)
-        controller.observe_step(batch, k, step_time(batch, k))
-        for _ in range(batch):
-            if k:
-                controller.observe_accept(k, accepted_of(k))
+        figures = [(k, accepted_of(k)) for _ in range(batch)] if k else [(0, 0)] * batch
+        controller.observe(decode_report(k, figures), step_time(batch, k))
         chosen.append(k)
     return chosen
 
@@ -43,7 +49,7 @@ def test_adaptive_speculates_at_batch_1_and_stops_when_verify_is_expensive():
     picks = drive(busy, 64, step_time, high_acceptance)
     assert max(set(picks[-100:]), key=picks[-100:].count) == 0
     assert 0 in picks and 4 in picks  # every candidate was measured
-    assert busy.expected_tokens(0) == 1.0 and 3.0 < busy.expected_tokens(4) < 4.1
+    assert busy.costs.expected_tokens(0) == 1.0 and 3.0 < busy.costs.expected_tokens(4) < 4.1
 
 
 def test_adaptive_turns_off_when_nothing_is_accepted():
@@ -68,7 +74,7 @@ def test_a_new_batch_size_is_predicted_from_a_measured_one_not_swept():
     drive(controller, 1, step_time, lambda k: k, steps=60)  # every draft accepted: k = 4 pays
     early = drive(controller, 2, step_time, lambda k: k, steps=6)
     assert set(early) <= {0, 4}  # plain steps for the baseline, then the predicted best — no sweep
-    assert controller.predicted_time(2, 3) is not None and early[-1] == 4
+    assert controller.costs.predicted_time(2, 3) is not None and early[-1] == 4
 
 
 def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave_pooled_over_batch_sizes():
@@ -77,28 +83,38 @@ def test_expected_tokens_of_k_come_from_what_steps_with_k_drafts_gave_pooled_ove
     drafter's and the text's: a bucket's own first few request-steps are too few to go by)."""
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=False)
     assert controller.choose(2) == 4  # the steps below ran with 4 drafts
+    # per step: a chain cut after its first draft, which was accepted, and one whose head was
+    # unsure at the first draft: none proposed
     for _ in range(8):
-        controller.observe_accept(1, 1)  # a chain cut after its first draft, which was accepted
-        controller.observe_accept(0, 0)  # one whose head was unsure at the first draft: none proposed
-    assert controller.expected_tokens(4) > 2.0  # too few request-steps: the position model
+        controller.observe(decode_report(4, [(1, 1), (0, 0)]), 0.01)
+    assert controller.costs.expected_tokens(4) > 2.0  # too few request-steps: the position model
     for _ in range(10):  # (the counts decay slowly: 20 request-steps count as ~19.8)
-        controller.observe_accept(1, 1)
-        controller.observe_accept(0, 0)
-    assert abs(controller.expected_tokens(4) - 1.5) < 0.01  # 1 + half a draft per request-step
+        controller.observe(decode_report(4, [(1, 1), (0, 0)]), 0.01)
+    assert abs(controller.costs.expected_tokens(4) - 1.5) < 0.01  # 1 + half a draft per request-step
     controller.choose(64)  # a busier batch: its steps add to the same pool
     for _ in range(40):
-        controller.observe_accept(1, 1)
-    assert 1.7 < controller.expected_tokens(4) < 1.9
-    assert controller.expected_tokens(0) == 1.0
+        controller.observe(decode_report(4, [(1, 1)]), 0.01)
+    assert 1.7 < controller.costs.expected_tokens(4) < 1.9
+    assert controller.costs.expected_tokens(0) == 1.0
 
 
 def test_steps_with_a_catch_up_backlog_or_a_prefill_do_not_teach_the_cost_model():
-    from specgauge.engine.speculative.runner import StepReport, is_steady
+    assert StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5).steady
+    assert not StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5 + 1).steady
+    assert not StepReport(k=4, decoding=3, pure_decode=False).steady
+    assert not StepReport(k=0, decoding=0, pure_decode=True).steady
 
-    assert is_steady(StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5))
-    assert not is_steady(StepReport(k=4, decoding=3, pure_decode=True, catch_up=3 * 5 + 1))
-    assert not is_steady(StepReport(k=4, decoding=3, pure_decode=False))
-    assert not is_steady(StepReport(k=0, decoding=0, pure_decode=True))
+
+def test_a_step_report_teaches_the_yield_of_requests_that_could_draft_and_the_time_of_steady_steps():
+    controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=False)
+    assert controller.choose(2) == 4
+    skipped = frozenset({"b"})  # its backlog after an off period was not caught up: a cost of switching on
+    controller.observe(StepReport(k=4, decoding=2, verdicts={"a": (4, 2), "b": (0, 0)}, ineligible=skipped), 0.02)
+    assert controller.costs.yields[4] == [2.0, 1.0] and controller.costs.cells[(2, 4)].count == 1
+    controller.choose(2)
+    controller.observe(StepReport(k=4, decoding=2, pure_decode=False, verdicts={"a": (4, 4), "b": (4, 4)}), 0.5)
+    assert controller.costs.yields[4][1] > 2.9  # both requests' yields count ...
+    assert controller.costs.cells[(2, 4)].count == 1  # ... but beside a prefill chunk the step's time does not
 
 
 def test_probes_hold_three_steps_and_a_clear_loser_is_re_probed_ever_less_often():
@@ -118,7 +134,7 @@ def test_probes_hold_three_steps_and_a_clear_loser_is_re_probed_ever_less_often(
     picks = drive(busy, 64, step_time, one, steps=4000)
     # 2.5x a plain step's time per token: measured in alternation with plain steps until 8 pairs
     # of neighbours are in, then probed 3 steps at a time, each interval twice the last, up to 768
-    assert len(busy.pairs[64]) >= 8 and picks[300:].count(4) <= 3 * 7
+    assert len(busy.costs.pairs[64]) >= 8 and picks[300:].count(4) <= 3 * 7
     starts = [i for i, k in enumerate(picks) if i > 20 and k == 4 and picks[i - 1] == 0]
     assert starts and all(picks[i:i + 3] == [4, 4, 4] for i in starts)
     gaps = [b - a for a, b in zip(starts, starts[1:])]
@@ -134,7 +150,7 @@ def _verify_heavy(batch, k):
 def test_a_batch_larger_than_one_where_speculation_lost_is_not_speculated_at_all():
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
     drive(controller, 8, _verify_heavy, lambda k: min(k, 1), steps=200)
-    assert controller._measured(8, 4)  # nothing below 8: speculation was measured there ...
+    assert controller.costs.measured(8, 4)  # nothing below 8: speculation was measured there ...
     picks = drive(controller, 32, _verify_heavy, lambda k: min(k, 1), steps=300)
     assert set(picks) == {0}  # ... and at 32 its prediction from 8 (2.5x the time, 1.25x the tokens) is believed
 
@@ -169,12 +185,12 @@ def test_a_draining_batch_does_not_skew_the_time_of_a_full_one():
 
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
     for _ in range(8):
-        controller.observe_step(16, 0, plain_step(16))
+        controller.observe(decode_report(0, [(0, 0)] * 16), plain_step(16))
     for _ in range(8):
-        controller.observe_step(9, 0, plain_step(9))  # the batch drains: 9 left, still bucket 16
+        controller.observe(decode_report(0, [(0, 0)] * 9), plain_step(9))  # the batch drains: 9 left, still bucket 16
     # scaled in proportion to 16 these steps read 0.0133 s; the estimate at 16 is taken from steps of 16
-    assert abs(controller.predicted_time(16, 0) - plain_step(16)) < 1e-9
-    assert abs(controller.predicted_time(9, 0) - plain_step(9)) < 1e-9
+    assert abs(controller.costs.predicted_time(16, 0) - plain_step(16)) < 1e-9
+    assert abs(controller.costs.predicted_time(9, 0) - plain_step(9)) < 1e-9
 
 
 def test_off_or_on_is_judged_on_neighbouring_steps_so_the_machine_drifting_does_not_decide():
@@ -189,7 +205,7 @@ def test_off_or_on_is_judged_on_neighbouring_steps_so_the_machine_drifting_does_
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
     assert controller.paired
     picks = drive(controller, 16, drifting, lambda k: 1, steps=1500)  # 2 tokens a step: 0.67x of plain
-    assert abs(statistics.median(controller.pairs[16]) - 3.0) < 0.05  # each pair shares its moment's speed
+    assert abs(statistics.median(controller.costs.pairs[16]) - 3.0) < 0.05  # each pair shares its moment's speed
     assert picks[300:].count(4) <= 4 * 3  # plain, but for a few probes
 
 
@@ -214,7 +230,7 @@ def test_the_paired_view_shows_each_measured_bucket_and_the_choice_made_there():
 def test_a_noisy_near_tie_is_measured_until_its_pairs_settle_it_and_a_clear_call_is_not():
     import random
 
-    from specgauge.engine.speculative.control import PAIRS_KEEP
+    from specgauge.engine.speculative.cost_model import PAIRS_KEEP
 
     def picks_at(time_ratio, seed=3):  # every chain gets 1 draft accepted: 2 tokens a step
         noise = random.Random(seed)
@@ -228,7 +244,7 @@ def test_a_noisy_near_tie_is_measured_until_its_pairs_settle_it_and_a_clear_call
     assert picks[alternating:alternating + 8] == [4, 4, 0, 0, 4, 4, 0, 0]
     settled_at = next(i for i in range(alternating, len(picks)) if picks[i:i + 12] in ([4] * 12, [0] * 12))
     assert settled_at - alternating >= 2 * 2 * 8  # not decided on the first 8 pairs ...
-    assert near.settled(1) and 8 < len(near.pairs[1]) <= PAIRS_KEEP  # ... but on the pairs it took to settle it
+    assert near.settled(1) and 8 < len(near.costs.pairs[1]) <= PAIRS_KEEP  # ... but on the pairs it took to settle it
     clear, picks = picks_at(1.25)  # 1.6x: a few pairs are enough
     assert clear.settled(1) and picks[60:].count(4) >= 500
 
@@ -236,7 +252,7 @@ def test_a_noisy_near_tie_is_measured_until_its_pairs_settle_it_and_a_clear_call
 def test_time_ratios_are_fitted_non_decreasing_in_the_batch_size():
     import itertools
 
-    from specgauge.engine.speculative.control import monotone_ratios
+    from specgauge.engine.speculative.cost_model import monotone_ratios
 
     fitted = monotone_ratios({1: deque([2.6] * 8), 2: deque([2.0] * 24), 4: deque([2.2] * 8), 8: deque([3.0] * 8)})
     assert abs(fitted[1] - fitted[2]) < 1e-12 and 2.0 < fitted[1] < 2.6  # out of line: pooled, by weight
@@ -250,26 +266,26 @@ def test_time_ratios_are_fitted_non_decreasing_in_the_batch_size():
     drive(controller, 4, lambda b, k: 0.01 * (2.1 if k else 1.0), lambda k: next(accepted), steps=200)
     picks = drive(controller, 1, lambda b, k: 0.01 * (2.45 if k else 1.0), lambda k: next(accepted), steps=200)
     assert picks[-100:].count(4) >= 90
-    assert 2.1 < controller._ratio(1, 4) == controller._ratio(4, 4) < 2.45  # one pooled figure
+    assert 2.1 < controller.costs.ratio(1, 4) == controller.costs.ratio(4, 4) < 2.45  # one pooled figure
 
 
 def test_a_larger_batch_is_predicted_with_the_ratio_growing_as_it_grew_below():
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
     drive(controller, 4, lambda b, k: 0.01 * (2.0 if k else 1.0), lambda k: 2, steps=100)
-    assert controller.ratio_from_below(8, 4) == 2.0  # one bucket below: its ratio, no growth known
+    assert controller.costs.ratio_from_below(8, 4) == 2.0  # one bucket below: its ratio, no growth known
     drive(controller, 8, lambda b, k: 0.01 * (2.4 if k else 1.0), lambda k: 2, steps=100)
-    assert abs(controller.ratio_from_below(16, 4) - 2.88) < 1e-9  # 1.2x per doubling, as from 4 to 8
-    assert abs(controller.ratio_from_below(64, 4) - 2.4 * 1.2 ** 3) < 1e-9
+    assert abs(controller.costs.ratio_from_below(16, 4) - 2.88) < 1e-9  # 1.2x per doubling, as from 4 to 8
+    assert abs(controller.costs.ratio_from_below(64, 4) - 2.4 * 1.2 ** 3) < 1e-9
     picks = drive(controller, 16, lambda b, k: 0.01 * (2.5 if k else 1.0), lambda k: 2, steps=100)
     assert set(picks) == {0}  # 3 tokens for 2.88x: a predicted loser, not measured
 
 
 def test_a_ratio_that_falls_with_the_batch_is_not_extrapolated_downwards():
     controller = SpeculationController.build(4, tree=False, disable_above=None, adaptive=True, self_cutting=True)
-    controller.pairs = {1: deque([2.2] * 8), 2: deque([2.0] * 64)}
+    controller.costs.pairs = {1: deque([2.2] * 8), 2: deque([2.0] * 64)}
     for bucket in (1, 2):
-        controller.cells[(bucket, 0)] = _Cell()
-    assert abs(controller.ratio_from_below(8, 4) - controller._ratio(2, 4)) < 1e-12
+        controller.costs.cells[(bucket, 0)] = StepTimes()
+    assert abs(controller.costs.ratio_from_below(8, 4) - controller.costs.ratio(2, 4)) < 1e-12
 
 
 def test_the_monotone_fit_is_scipys_weighted_isotonic_regression_of_the_log_medians():
@@ -277,7 +293,7 @@ def test_the_monotone_fit_is_scipys_weighted_isotonic_regression_of_the_log_medi
 
     from scipy.optimize import isotonic_regression
 
-    from specgauge.engine.speculative.control import monotone_ratios
+    from specgauge.engine.speculative.cost_model import monotone_ratios
 
     rng = random.Random(7)
     for _ in range(20):

@@ -106,10 +106,12 @@ def test_a_request_with_no_room_to_draft_counts_in_the_yield_of_k(tiny_model_dir
     engine.submit("long", prompts[1], SamplingParams(max_tokens=40, temperature=0.0, ignore_eos=True), lambda e: None)
     engine._drain_inbox(block=False)
     engine.step()  # both prefill; each has 1 token
-    observed = []
-    engine.controller.observe_accept = lambda proposed, accepted: observed.append((proposed, accepted))
+    observed, reports = [], []
+    engine.controller.costs.add_yield = lambda k, proposed, accepted: observed.append((proposed, accepted))
+    observe = engine.controller.observe
+    engine.controller.observe = lambda report, seconds: (reports.append(report), observe(report, seconds))
     engine.step()  # "short" has 1 token left: it can draft nothing
-    report = engine.runner.last
+    [report] = reports
     assert report.k > 0 and report.ineligible == set()
     assert report.verdicts["short"] == (0, 0) and report.verdicts["long"][0] > 0
     assert sorted(observed) == sorted(report.verdicts.values())

@@ -1,10 +1,12 @@
 """The engine: model + KV pool + scheduler, stepped in its own thread.
 
-One step is three lines (``step``)::
+One step passes values, not state (``step``)::
 
-    batch = scheduler.schedule()
-    outputs = runner.run(batch)
+    k = controller.choose(num_active, longest_context)          # speculation only
+    batch = scheduler.schedule(lookahead=drafter.slots_needed(k))
+    outputs, report = runner.run(batch, k)                       # plain: outputs = runner.run(batch)
     updates = scheduler.postprocess(batch, outputs)
+    controller.observe(report, elapsed)
 
 Other threads talk to the engine only through ``submit``/``abort``/``call``, which put commands
 on a thread-safe inbox drained between steps; results go back through each request's ``sink``
@@ -36,10 +38,10 @@ from specgauge.engine.models.llama import load_model
 from specgauge.engine.core.model_runner import ModelRunner
 from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.core.scheduler import (Request, RequestError, RequestUpdate, ScheduledBatch, Scheduler,
-                                        SchedulerConfig)
+                                        SchedulerConfig, SeqOutput)
 from specgauge.engine.speculative.config import SpeculativeConfig
-from specgauge.engine.speculative.runner import is_steady
-from specgauge.engine.speculative.stats import SpecStats
+from specgauge.engine.speculative.stats import SpecStats, record_verifies
+from specgauge.engine.speculative.step_report import StepReport
 from specgauge.engine.models.tokenizer import EngineTokenizer, TextState
 from specgauge.errors import UserError
 
@@ -271,16 +273,21 @@ class Engine:
 
     # -- the engine thread --------------------------------------------------------------
     def step(self) -> list[RequestUpdate]:
-        """One scheduling step; returns what changed for which request."""
+        """One scheduling step; returns what changed for which request.
+
+        With speculation the controller chooses the step's k, the scheduler reserves the KV slots
+        its drafts need, the runner returns the outputs and a report of the step, and the report
+        goes to the metrics and back to the controller."""
         start = time.perf_counter()
-        if self.controller is not None:  # speculation: this step's number of draft tokens
-            self.runner.k = self.controller.choose(self.scheduler.num_active, self.scheduler.longest_context)
-            self.scheduler.lookahead = self.runner.drafter.slots_needed(self.runner.k)
-        batch = self.scheduler.schedule()
+        k, lookahead = 0, None  # without speculation: the configured lookahead
+        if self.controller is not None:
+            k = self.controller.choose(self.scheduler.num_active, self.scheduler.longest_context)
+            lookahead = self.runner.drafter.slots_needed(k)
+        batch = self.scheduler.schedule(lookahead=lookahead)
         if not batch:
             return []
         try:
-            outputs = self.runner.run(batch) if batch.seqs else []
+            outputs, report = self._run(batch, k)
         except RequestError as exc:
             if not set(exc.request_ids) & {seq.request.request_id for seq in batch.seqs}:
                 raise  # blames no request of this step: a failure of the step (all its requests fail)
@@ -288,9 +295,18 @@ class Engine:
         updates = self.scheduler.postprocess(batch, outputs)
         elapsed = time.perf_counter() - start
         self.metrics.observe_step(elapsed, batch, updates)
-        if self.controller is not None and batch.seqs:
-            self._observe_speculation(elapsed, updates)
+        if report is not None:
+            self.metrics.observe_spec(report, record_verifies(report.verdicts, updates))
+            self.controller.observe(report, elapsed)
         return updates
+
+    def _run(self, batch: ScheduledBatch, k: int) -> tuple[list[SeqOutput], StepReport | None]:
+        """The runner's outputs for ``batch`` and, with speculation, its report of the step."""
+        if not batch.seqs:
+            return [], None
+        if self.controller is None:
+            return self.runner.run(batch), None
+        return self.runner.run(batch, k)
 
     def _isolate_failure(self, batch: ScheduledBatch, exc: RequestError) -> list[RequestUpdate]:
         """A step failed because of some requests: they fail with the error; the others go back
@@ -303,17 +319,6 @@ class Engine:
                 self._fail(seq.request, f"request failed: {exc}")
         self.scheduler.retry([seq.request for seq in batch.seqs if seq.request.request_id not in culprits])
         return self.scheduler.postprocess(ScheduledBatch([], [], batch.rejected), [])
-
-    def _observe_speculation(self, elapsed: float, updates: list[RequestUpdate]) -> None:
-        report = self.runner.last
-        counted = self.runner.record(updates)
-        self.metrics.observe_spec(report, counted, self.controller)
-        if report.k:  # every decoding request's share that k decided, drafting or not (the yield of k)
-            for request_id, (proposed, accepted) in report.verdicts.items():
-                if request_id not in report.ineligible:
-                    self.controller.observe_accept(proposed, accepted)
-        if is_steady(report):
-            self.controller.observe_step(report.decoding, report.k, elapsed)
 
     def _loop(self) -> None:
         while not self._stopping.is_set():

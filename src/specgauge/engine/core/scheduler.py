@@ -163,9 +163,6 @@ class Scheduler:
         self.running: list[Request] = []
         self.requests: dict[str, Request] = {}
         self.num_preemptions = 0
-        # KV slots reserved per decoding request beyond its next token; the engine sets it each
-        # step from the speculation controller (0 while speculation is off).
-        self.lookahead = config.lookahead
 
     # -- intake ------------------------------------------------------------------------
     def add(self, request: Request) -> None:
@@ -204,8 +201,13 @@ class Scheduler:
         return max((r.num_tokens for r in self.running), default=1)
 
     # -- one step ----------------------------------------------------------------------
-    def schedule(self) -> ScheduledBatch:
-        """Choose this step's sequences (see the module docstring for the policy)."""
+    def schedule(self, lookahead: int | None = None) -> ScheduledBatch:
+        """Choose this step's sequences (see the module docstring for the policy).
+
+        ``lookahead``: KV slots reserved this step per decoding request beyond its next token (the
+        draft tokens the step's k needs); at most, and by default, the configured ``lookahead``,
+        which admission reserves for every request."""
+        lookahead = self.config.lookahead if lookahead is None else lookahead
         budget = self.config.max_tokens_per_step
         seqs: list[ScheduledSeq] = []
         preempted: list[Request] = []
@@ -214,7 +216,7 @@ class Scheduler:
         for request in decoding:
             if request.status != Status.RUNNING or budget <= 0:
                 continue
-            if self._reserve(request, request.num_tokens + self.lookahead, preempted):
+            if self._reserve(request, request.num_tokens + lookahead, preempted):
                 seqs.append(ScheduledSeq(request, request.num_computed, 1))
                 budget -= 1
         for request in [r for r in self.running if r.num_pending > 1]:

@@ -69,9 +69,9 @@ class EngineMetrics:
         self.verify_time_total = 0.0
         self.spec_steps_by_batch_and_k: dict[tuple[int, int], int] = {}  # (decoding requests, k) → steps
 
-    def observe_spec(self, report, counted: list[tuple[int, int, int]], controller) -> None:
-        """One speculative step: ``report`` (a runner ``StepReport``), per verify (proposed,
-        accepted-and-emitted, accepted), and the controller's current choice."""
+    def observe_spec(self, report, counted: list[tuple[int, int, int]]) -> None:
+        """One speculative step: ``report`` (the runner's ``StepReport``) and, per verify counted,
+        (proposed, accepted-and-emitted, accepted)."""
         for proposed, correct, _ in counted:
             self.spec_verifies += 1
             self.spec_verify_tokens += correct + 1

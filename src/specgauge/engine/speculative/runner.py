@@ -1,8 +1,9 @@
 """The speculative step: draft → verify in one target forward → accept → roll back.
 
-:class:`SpeculativeRunner` replaces :meth:`ModelRunner.run`. For every decoding request (one
-pending token, with ``lookahead`` slots reserved by the scheduler) the drafter proposes a chain
-or tree; the target runs root + drafts — beside the step's prefill chunks — in one
+:meth:`SpeculativeRunner.run` takes a batch and ``k`` and returns the step's outputs and its
+:class:`~specgauge.engine.speculative.step_report.StepReport`. For every decoding request (one
+pending token, with the draft slots ``k`` needs reserved by the scheduler) the drafter proposes
+a chain or tree; the target runs root + drafts — beside the step's prefill chunks — in one
 ``forward_cached`` with a tree mask where needed; each request accepts a ragged number of
 tokens; a tree's accepted path is compacted in the target's KV (``KVCache.copy_slots``); and the
 returned :class:`SeqOutput` (tokens, ``num_kv_kept = 1 + accepted``) lets ``postprocess`` set
@@ -13,15 +14,14 @@ kept positions (EAGLE-3 needs them; the n-gram drafter ignores them).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import torch
 
 from specgauge.engine.core.model_runner import ModelRunner, ensure_generator, sample_requests
 from specgauge.engine.core.sampling import probabilities
-from specgauge.engine.core.scheduler import RequestError, RequestUpdate, ScheduledBatch, ScheduledSeq, SeqOutput
+from specgauge.engine.core.scheduler import RequestError, ScheduledBatch, ScheduledSeq, SeqOutput
 from specgauge.engine.speculative.layout import Segment, layout
-from specgauge.engine.speculative.stats import SpecStats
+from specgauge.engine.speculative.step_report import StepReport
 from specgauge.engine.speculative.tree import DraftTree
 from specgauge.engine.speculative.verify import Verdict, accept_greedy, accept_sampled
 
@@ -31,39 +31,12 @@ def is_decode(seq: ScheduledSeq) -> bool:
     return seq.num_new == 1 and seq.samples and bool(seq.request.output_ids)
 
 
-@dataclass
-class StepReport:
-    """What one speculative step did, for metrics and the controller."""
-
-    k: int = 0
-    draft_seconds: float = 0.0
-    verify_seconds: float = 0.0
-    decoding: int = 0            # decoding requests in the step
-    pure_decode: bool = True     # no prefill chunk in the step
-    catch_up: int = 0            # EAGLE-3 draft pairs caught up before drafting (a backlog after an off period is many)
-    verdicts: dict[str, tuple[int, int]] = field(default_factory=dict)  # request id → (proposed, accepted)
-    # decoding requests (EAGLE-3) whose backlog after an off period was not worth catching up: a cost
-    # of switching speculation back on, not of drafting, so they do not teach the controller what k
-    # gives. (A request that max_tokens leaves no room to draft does: every drafting batch has them.)
-    ineligible: set[str] = field(default_factory=set)
-
-
-def is_steady(report: StepReport) -> bool:
-    """A pure decode step whose cost is what every step at its k costs: no prefill chunk and no
-    catch-up backlog beyond the previous step's accepted tokens (at most 1 + k pairs a request),
-    so the controller's cost model is not charged the one-off catch-up of switching speculation
-    back on (which would make drafting look dear and keep it off)."""
-    return report.pure_decode and report.decoding > 0 and report.catch_up <= report.decoding * (1 + report.k)
-
-
 class SpeculativeRunner(ModelRunner):
     """A :class:`ModelRunner` whose decode steps draft and verify (see the module docstring)."""
 
     def __init__(self, model, cache, blocks, drafter) -> None:
         super().__init__(model, cache, blocks)
         self.drafter = drafter
-        self.k = 0  # drafts per decoding request this step (set by the engine's controller)
-        self.last = StepReport()
 
     def drafts_allowed(self, seq: ScheduledSeq, k: int) -> int:
         """Drafts this sequence may get: 0 unless it is decoding with its slots reserved; never
@@ -79,53 +52,67 @@ class SpeculativeRunner(ModelRunner):
         return max(0, min(k, left))
 
     @torch.inference_mode()
-    def run(self, batch: ScheduledBatch) -> list[SeqOutput]:
-        """Draft, verify, accept for the batch; prefill chunks ride along in the same forward."""
-        if self.k <= 0:
+    def run(self, batch: ScheduledBatch, k: int) -> tuple[list[SeqOutput], StepReport]:
+        """Draft up to ``k`` tokens per decoding request, verify them in one forward beside the
+        prefill chunks, accept; ``k`` = 0 runs a plain step. Returns the outputs (one per
+        scheduled sequence) and the step's report."""
+        if k <= 0:
             return self._run_plain(batch)
-        report = StepReport(k=self.k)
         start = time.perf_counter()
-        decode = [(seq, self.drafts_allowed(seq, self.k)) for seq in batch.seqs if is_decode(seq)]
-        report.decoding = len(decode)
-        report.pure_decode = len(decode) == len(batch.seqs)
-        trees: dict[int, DraftTree] = {}
-        if decode:
-            proposed = self.drafter.propose([s.request for s, _ in decode], [k for _, k in decode])
-            trees = {id(seq): tree for (seq, _), tree in zip(decode, proposed)}
-            report.catch_up = self.drafter.last_catch_up
-            report.ineligible = set(self.drafter.last_skipped)
-        report.draft_seconds = time.perf_counter() - start
-
-        segments = []
-        for seq in batch.seqs:
-            tree = trees.get(id(seq))
-            tokens = seq.request.token_ids(seq.start, seq.start + seq.num_new)
-            if tree:
-                mask = None if tree.is_chain else tree.ancestor_mask()
-                depths = None if tree.is_chain else tree.node_depths()
-                segments.append(Segment(seq.request.request_id, seq.start, tokens + list(tree.tokens),
-                                        list(range(len(tree) + 1)), mask, depths))
-            else:
-                segments.append(Segment(seq.request.request_id, seq.start, tokens,
-                                        [seq.num_new - 1] if seq.samples else []))
+        decode = [(seq, self.drafts_allowed(seq, k)) for seq in batch.seqs if is_decode(seq)]
+        trees, catch_up, ineligible = self._draft(decode)
+        draft_seconds = time.perf_counter() - start
+        segments = [self._segment(seq, trees.get(id(seq))) for seq in batch.seqs]
         forward_batch = layout(segments, self.blocks, self.device, self.model.attention_dtype)
         logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
         features = self.drafter.features(aux) if aux else None  # (N, 3H)
         verdicts = self._accept(batch.seqs, segments, trees, logits)
+        outputs, figures = self._keep(batch.seqs, segments, trees, verdicts, features)
+        report = StepReport(k=k, draft_seconds=draft_seconds,
+                            verify_seconds=time.perf_counter() - start - draft_seconds,
+                            decoding=len(decode), pure_decode=len(decode) == len(batch.seqs),
+                            catch_up=catch_up, verdicts=figures, ineligible=ineligible)
+        return outputs, report
 
-        outputs = []
-        for seq, seg in zip(batch.seqs, segments):
+    def _draft(self, decode: list[tuple[ScheduledSeq, int]]) -> tuple[dict[int, DraftTree], int, frozenset[str]]:
+        """The drafter's trees for the decoding sequences (by ``id(seq)``, each with the drafts it
+        may get), the draft pairs it caught up first, and the requests it left undrafted because
+        their backlog after an off period was not worth catching up."""
+        if not decode:
+            return {}, 0, frozenset()
+        proposed = self.drafter.propose([seq.request for seq, _ in decode], [k for _, k in decode])
+        catch_up, skipped = self.drafter.last_catch_up, frozenset(self.drafter.last_skipped)
+        return {id(seq): tree for (seq, _), tree in zip(decode, proposed)}, catch_up, skipped
+
+    def _segment(self, seq: ScheduledSeq, tree: DraftTree | None) -> Segment:
+        """``seq``'s rows of the verify forward: its new tokens, then its drafts (if any)."""
+        tokens = seq.request.token_ids(seq.start, seq.start + seq.num_new)
+        if tree:
+            mask = None if tree.is_chain else tree.ancestor_mask()
+            depths = None if tree.is_chain else tree.node_depths()
+            return Segment(seq.request.request_id, seq.start, tokens + list(tree.tokens),
+                           list(range(len(tree) + 1)), mask, depths)
+        return Segment(seq.request.request_id, seq.start, tokens, [seq.num_new - 1] if seq.samples else [])
+
+    def _keep(self, seqs: list[ScheduledSeq], segments: list[Segment], trees: dict[int, DraftTree],
+              verdicts: dict[int, Verdict], features: torch.Tensor | None
+              ) -> tuple[list[SeqOutput], dict[str, tuple[int, int]]]:
+        """Keep each sequence's accepted rows: compact a tree's path in the KV, tell the drafter
+        the kept rows' features. Returns the outputs and, per decoding request, (proposed,
+        accepted)."""
+        outputs, figures = [], {}
+        for seq, seg in zip(seqs, segments):
             verdict = verdicts[id(seq)]
             tree = trees.get(id(seq))
             if tree:
                 kept_rows = [0, *verdict.accepted_nodes]
                 self._compact(seq, kept_rows)
-                report.verdicts[seq.request.request_id] = (len(tree), verdict.num_accepted)
+                figures[seq.request.request_id] = (len(tree), verdict.num_accepted)
                 outputs.append(SeqOutput(list(verdict.tokens), 1 + verdict.num_accepted))
             else:
                 kept_rows = list(range(seq.num_new))
                 if is_decode(seq):
-                    report.verdicts[seq.request.request_id] = (0, 0)
+                    figures[seq.request.request_id] = (0, 0)
                 outputs.append(SeqOutput(list(verdict.tokens), seq.num_new))
             if features is not None:
                 if tree and kept_rows != list(range(len(kept_rows))):  # a tree's path: gather its rows
@@ -133,34 +120,29 @@ class SpeculativeRunner(ModelRunner):
                     self.drafter.observe(seq.request, features.index_select(0, rows))
                 else:  # a chain prefix or a plain step: consecutive rows, a view (no copy)
                     self.drafter.observe(seq.request, features[seg.offset:seg.offset + len(kept_rows)])
-        report.verify_seconds = time.perf_counter() - start - report.draft_seconds
-        self.last = report
-        return outputs
+        return outputs, figures
 
-    def _run_plain(self, batch: ScheduledBatch) -> list[SeqOutput]:
+    def _run_plain(self, batch: ScheduledBatch) -> tuple[list[SeqOutput], StepReport]:
         """A step with speculation off: the plain runner's layout, forward and sampling, plus the
         target features the drafter will need. The drafter does nothing: EAGLE-3's pending
         features pile up and its next catch-up forward covers every token decoded meanwhile.
-        (Through the speculative layout, segments and verdicts, such a step cost 2–5% more than
-        the plain engine's in closed loop.)"""
+        (The plain layout, not the speculative segments and verdicts: a step at k = 0 costs what a
+        plain engine's step costs.)"""
         start = time.perf_counter()
-        report = StepReport(k=0)
         forward_batch, sampling_seqs = self.build_forward_batch(batch.seqs)
         logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
         outputs = self.sampled_outputs(batch, sampling_seqs, logits)
         features = self.drafter.features(aux) if aux else None  # (N, 3H)
-        offset = 0
+        figures, offset = {}, 0
         for seq in self.layout_order(batch.seqs):  # the order build_forward_batch laid the tokens out in
             if features is not None:
                 self.drafter.observe(seq.request, features[offset:offset + seq.num_new])
             offset += seq.num_new
             if is_decode(seq):
-                report.verdicts[seq.request.request_id] = (0, 0)
-        report.decoding = len(report.verdicts)
-        report.pure_decode = report.decoding == len(batch.seqs)
-        report.verify_seconds = time.perf_counter() - start
-        self.last = report
-        return outputs
+                figures[seq.request.request_id] = (0, 0)
+        report = StepReport(k=0, verify_seconds=time.perf_counter() - start, decoding=len(figures),
+                            pure_decode=len(figures) == len(batch.seqs), verdicts=figures)
+        return outputs, report
 
     def _accept(self, seqs: list[ScheduledSeq], segments: list[Segment], trees: dict[int, DraftTree],
                 logits: torch.Tensor) -> dict[int, Verdict]:
@@ -201,21 +183,3 @@ class SpeculativeRunner(ModelRunner):
         src = [self.blocks.slot(rid, seq.start + r) for r in kept_rows]
         dst = [self.blocks.slot(rid, seq.start + i) for i in range(len(kept_rows))]
         self.cache.copy_slots(torch.tensor(src, device=self.device), torch.tensor(dst, device=self.device))
-
-    def record(self, updates: list[RequestUpdate]) -> list[tuple[int, int, int]]:
-        """After ``postprocess``: count each verify against the tokens its request was given.
-
-        Returns (proposed, accepted-and-emitted, accepted by the target) per verify, for the
-        server's counters."""
-        counted = []
-        by_id = {u.request.request_id: u for u in updates}
-        for request_id, (proposed, accepted) in self.last.verdicts.items():
-            update = by_id.get(request_id)
-            if update is None:
-                continue
-            request = update.request
-            if request.spec_stats is None:
-                request.spec_stats = SpecStats()
-            correct = request.spec_stats.record(proposed, accepted, len(update.new_token_ids))
-            counted.append((proposed, correct, accepted))
-        return counted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 
@@ -43,3 +44,23 @@ class SpecStats:
             "spec_num_proposed_drafts": self.num_proposed_drafts,
             "spec_correct_drafts_histogram": list(self.correct_drafts_histogram),
         }
+
+
+def record_verifies(verdicts: Mapping[str, tuple[int, int]], updates: Iterable) -> list[tuple[int, int, int]]:
+    """After ``postprocess``: count each verify of a step (``verdicts``: request id → (proposed,
+    accepted)) in its request's :class:`SpecStats`, against the tokens its update gave it.
+
+    Returns (proposed, accepted-and-emitted, accepted by the target) per verify counted, for the
+    server's counters."""
+    by_id = {u.request.request_id: u for u in updates}
+    counted = []
+    for request_id, (proposed, accepted) in verdicts.items():
+        update = by_id.get(request_id)
+        if update is None:
+            continue
+        request = update.request
+        if request.spec_stats is None:
+            request.spec_stats = SpecStats()
+        correct = request.spec_stats.record(proposed, accepted, len(update.new_token_ids))
+        counted.append((proposed, correct, accepted))
+    return counted
