@@ -41,18 +41,25 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
     propose = drafter.propose
 
     def recording(requests, ks):
-        trees = propose(requests, ks)
-        for request, k, tree in zip(requests, ks, trees):
+        def cached():
+            return sum(r.draft_state.draft_len for r in requests if isinstance(r.draft_state, EagleState))
+
+        before = cached()
+        proposal = propose(requests, ks)
+        assert proposal.catch_up == cached() - before  # the pairs it ran, reported by value
+        catch_ups.append(proposal.catch_up)
+        for request, k, tree in zip(requests, ks, proposal.trees):
             if len(tree) >= 2:
                 records.append((request.token_ids(0, request.num_tokens), tree.tokens[:2]))
             if len(tree):
                 assert request.draft_state.draft_len == request.num_computed  # caught up
             else:
                 partial.append(request.draft_state.num_pending)
-        return trees
+        return proposal
 
     drafter.catch_up_budget = 40  # less than the backlogs after the off period: spread over steps
     partial = []
+    catch_ups = []
     drafter.propose = recording
     params = SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)
     for i, text in enumerate(domain_prompts(6)):
@@ -72,6 +79,7 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
                        if isinstance(r.draft_state, EagleState)]
             assert pending and min(pending) >= 6
     assert any(p > 0 for p in partial), "some request should have caught up over several steps"
+    assert max(catch_ups) == 40  # a backlog after the off period, capped by the budget
     engine.blocks.check_integrity()
     assert engine.blocks.num_free_blocks == engine.blocks.num_blocks
     target = load_model(tiny_model_dir)

@@ -46,7 +46,7 @@ from specgauge.engine.models.linear import choose_packing, linear, pack
 from specgauge.engine.models.llama import apply_rope_signed, signed_sin
 from specgauge.engine.core.scheduler import Request
 from specgauge.engine.speculative.layout import Segment, layout
-from specgauge.engine.speculative.tree import DraftTree
+from specgauge.engine.speculative.tree import DraftTree, Proposal
 
 
 CATCH_UP_BUDGET = 1024  # draft pairs caught up per step at most (across requests)
@@ -110,8 +110,6 @@ class Eagle3Drafter:
         self.max_drafts = (num_draft_tokens or num_steps + 1) - 1
         self.is_tree = topk > 1
         self.catch_up_budget = CATCH_UP_BUDGET
-        self.last_catch_up = 0  # draft pairs the last proposal caught up (the runner reports it)
-        self.last_skipped: frozenset[str] = frozenset()  # request ids whose backlog the last proposal did not catch up
         cfg = head.config
         self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
@@ -273,27 +271,26 @@ class Eagle3Drafter:
                             torch.tensor(segment.logit_rows, device=self.device))
 
     # -- drafting --------------------------------------------------------------------------
-    def propose(self, requests: list[Request], ks: list[int]) -> list[DraftTree]:
-        """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none)."""
+    def propose(self, requests: list[Request], ks: list[int]) -> Proposal:
+        """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none), with
+        the draft pairs caught up first and the requests whose backlog was not worth it."""
         trees = [DraftTree.chain(())] * len(requests)
         active = [i for i, k in enumerate(ks) if k > 0 and self._worth_catching_up(requests[i])]
         chosen = set(active)
-        self.last_skipped = frozenset(requests[i].request_id for i, k in enumerate(ks) if k > 0 and i not in chosen)
+        skipped = frozenset(requests[i].request_id for i, k in enumerate(ks) if k > 0 and i not in chosen)
         # Catch-up forward over the pending pairs of the requests drafting now; one not drafting
         # this step keeps its backlog for a later one.
-        caught = self._catch_up([requests[i] for i in active])
+        caught, catch_up = self._catch_up([requests[i] for i in active])
         roots = {active[j]: root for j, root in caught.items()}
         active = [i for i in active if i in roots]
-        if not active:
-            return trees
-        if self.is_tree:
+        if active and self.is_tree:
             for i, tree in zip(active, self._tree([requests[i] for i in active], [roots[i] for i in active])):
                 trees[i] = tree
-        else:
+        elif active:
             for i, tree in zip(active, self._chain([requests[i] for i in active], [roots[i] for i in active],
                                                    [ks[i] for i in active])):
                 trees[i] = tree
-        return trees
+        return Proposal(tuple(trees), catch_up, skipped)
 
     @staticmethod
     def _worth_catching_up(request: Request) -> bool:
@@ -305,11 +302,12 @@ class Eagle3Drafter:
         left = request.params.max_tokens - len(request.output_ids)
         return state.num_pending <= max(CATCH_UP_MIN, CATCH_UP_PER_TOKEN_LEFT * left)
 
-    def _catch_up(self, requests: list[Request]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    def _catch_up(self, requests: list[Request]) -> tuple[dict[int, tuple[torch.Tensor, torch.Tensor]], int]:
         """Run pending pairs, at most ``catch_up_budget`` of them per step (smallest backlogs
         first, so a long backlog — a prompt, or an off period under load — is spread over steps
         instead of stalling one). Returns, for each request caught up completely, its last pair's
-        (feature (h,), logits (Vd,)); a request still behind drafts nothing this step."""
+        (feature (h,), logits (Vd,)) — a request still behind drafts nothing this step — and the
+        number of pairs run."""
         segments, feats, index, complete = [], [], [], []
         budget = self.catch_up_budget
         candidates = [(i, r) for i, r in enumerate(requests) if isinstance(r.draft_state, EagleState)
@@ -329,9 +327,9 @@ class Eagle3Drafter:
             state.pending = [pending[take:]] if take < pending.shape[0] else []
             index.append(i)
             complete.append(take == pending.shape[0])
-        self.last_catch_up = sum(len(seg.tokens) for seg in segments)
+        caught_up = sum(len(seg.tokens) for seg in segments)
         if not segments:
-            return {}
+            return {}, 0
         if len(segments) == 1 and segments[0].context > 0:
             batch, flat = self._one_sequence_batch(segments[0]), feats[0]
         else:  # several sequences, or a first catch-up (a fresh causal group)
@@ -343,7 +341,7 @@ class Eagle3Drafter:
             requests[i].draft_state.draft_len += len(seg.tokens)
             if done:
                 out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
-        return out
+        return out, caught_up
 
     def _stop_unsure(self, ks: list[int], live, logits: torch.Tensor, length: int) -> list[int]:
         """Cut at ``length`` the chains (``live``: their indices, rows of ``logits``) whose newest

@@ -90,10 +90,10 @@ class SpeculativeRunner(ModelRunner):
         report.pure_decode = len(decode) == len(batch.seqs)
         trees: dict[int, DraftTree] = {}
         if decode:
-            proposed = self.drafter.propose([s.request for s, _ in decode], [k for _, k in decode])
-            trees = {id(seq): tree for (seq, _), tree in zip(decode, proposed)}
-            report.catch_up = self.drafter.last_catch_up
-            report.ineligible = set(self.drafter.last_skipped)
+            proposal = self.drafter.propose([s.request for s, _ in decode], [k for _, k in decode])
+            trees = {id(seq): tree for (seq, _), tree in zip(decode, proposal.trees)}
+            report.catch_up = proposal.catch_up
+            report.ineligible = set(proposal.skipped)
         report.draft_seconds = time.perf_counter() - start
 
         segments = []
