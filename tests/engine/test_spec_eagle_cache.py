@@ -10,7 +10,7 @@ from specgauge.engine.models.eagle3 import load_eagle3, target_features
 from specgauge.engine.models.llama import load_model
 from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
-from specgauge.engine.speculative.eagle import EagleState
+from specgauge.engine.speculative.eagle3_drafter import EagleState
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_causal_mask_rows_from_the_table_and_past_it(tiny_model_dir, head_dir, m
     """A one-stream catch-up and chain read their mask rows as views of a table that grows on
     demand; past ``CAUSAL_TABLE_MAX`` the rows are made on the spot. Both are the causal mask:
     query position p sees keys 0..p."""
-    from specgauge.engine.speculative import eagle
+    from specgauge.engine.speculative import eagle3_drafter
 
     engine = make_spec_engine(tiny_model_dir, speculative=SpeculativeConfig(
         algorithm="EAGLE3", num_steps=3, draft_model_path=str(head_dir)))
@@ -141,7 +141,7 @@ def test_causal_mask_rows_from_the_table_and_past_it(tiny_model_dir, head_dir, m
         visible = torch.arange(keys).unsqueeze(0) <= torch.arange(first, first + count).unsqueeze(1)
         return torch.zeros(count, keys).masked_fill_(~visible, float("-inf"))
 
-    monkeypatch.setattr(eagle, "CAUSAL_TABLE_MAX", 96)
+    monkeypatch.setattr(eagle3_drafter, "CAUSAL_TABLE_MAX", 96)
     for first, count, keys in ((0, 3, 16), (10, 4, 32), (70, 6, 80), (90, 6, 96), (93, 5, 112), (200, 2, 208)):
         assert torch.equal(drafter._causal_rows(first, count, keys), expected(first, count, keys)), (first, count, keys)
     assert drafter._causal.shape == (96, 96)  # grown to the cap, never past it
