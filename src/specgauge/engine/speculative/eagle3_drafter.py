@@ -25,7 +25,8 @@ chain then runs ``k − 1`` one-token steps (the tokens kept on the device until
 done), each attending to the cached pairs and the chain so far: the requests' draft K/V are
 gathered from the pool once per chain, each step writes its own K/V into that copy only (past
 ``draft_len`` the pool's draft K/V is scratch anyway), and every step's positions, cos/sin and
-mask are made up front. A catch-up of one request is laid out directly (no :func:`layout`).
+mask are made up front. A catch-up of one request is laid out from Python ints and the
+drafter's causal-mask table (``lay_out``'s ``causal_rows``).
 A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's scheme: children
 scored by cumulative draft log-probability) and recomputes the expanded nodes each step under a
 tree mask; the best ``num_draft_tokens − 1`` nodes form the draft tree.
@@ -38,12 +39,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from specgauge.engine.core.batch_layout import Segment, lay_out
 from specgauge.engine.core.block_manager import BlockManager
 from specgauge.engine.models.eagle3 import Eagle3Head
-from specgauge.engine.core.kv_cache import AttentionGroup, ForwardBatch, KVCache
+from specgauge.engine.core.kv_cache import KVCache
 from specgauge.engine.models.attention import causal_mask
 from specgauge.engine.core.scheduler import Request
-from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.tree import DraftTree, Proposal
 
 
@@ -154,19 +155,6 @@ class Eagle3Drafter:
             state = request.draft_state = EagleState()
         state.pending.append(features)
 
-    def _one_sequence_batch(self, segment: Segment) -> ForwardBatch:
-        """:func:`layout` of one chain segment (a catch-up at one stream), from Python ints and
-        table views: 4 small tensors instead of :func:`layout`'s ~25 ops (150 µs alone)."""
-        table = self.blocks.table(segment.request_id).blocks
-        first, count = segment.context, len(segment.tokens)
-        slots = self.blocks.slots(segment.request_id, first, first + count)
-        mask = self._causal_rows(first, count, len(table) * self.blocks.block_size).unsqueeze(0).unsqueeze(0)  # (1, 1, T, Tk)
-        group = AttentionGroup(0, count, 1, count, torch.tensor([table], device=self.device), mask)
-        segment.offset, segment.logit_offset = 0, 0
-        return ForwardBatch(torch.tensor(segment.tokens, device=self.device), self._positions[first:first + count],
-                            torch.tensor(slots, device=self.device), [group],
-                            torch.tensor(segment.logit_rows, device=self.device))
-
     # -- drafting --------------------------------------------------------------------------
     def propose(self, requests: list[Request], ks: list[int]) -> Proposal:
         """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none), with
@@ -227,17 +215,14 @@ class Eagle3Drafter:
         caught_up = sum(len(seg.tokens) for seg in segments)
         if not segments:
             return {}, 0
-        if len(segments) == 1 and segments[0].context > 0:
-            batch, flat = self._one_sequence_batch(segments[0]), feats[0]
-        else:  # several sequences, or a first catch-up (a fresh causal group)
-            batch = layout(segments, self.blocks, self.device)
-            flat = torch.cat([feats[j] for j in sorted(range(len(segments)), key=lambda j: segments[j].offset)])  # layout order
-        hidden, logits = self.head.forward_cached(batch, self.cache, flat, fused=False)
+        layout = lay_out(segments, self.blocks, self.device, causal_rows=self._causal_rows)
+        flat = feats[0] if len(feats) == 1 else torch.cat(layout.in_layout_order(feats))  # (N, 3H)
+        hidden, logits = self.head.forward_cached(layout.batch, self.cache, flat, fused=False)
         out = {}
-        for seg, i, done in zip(segments, index, complete):
+        for seg, i, done, offset, row in zip(segments, index, complete, layout.offsets, layout.logit_offsets):
             requests[i].draft_state.draft_len += len(seg.tokens)
             if done:
-                out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
+                out[i] = (hidden[offset + len(seg.tokens) - 1], logits[row])
         return out, caught_up
 
     def _stop_unsure(self, ks: list[int], live, logits: torch.Tensor, length: int) -> list[int]:
@@ -362,14 +347,14 @@ class Eagle3Drafter:
                                         [pos[c] for c in frontier_ids[r]], mask,
                                         [nodes[r][c].depth - 1 for c in ids]))
                 feats.append(torch.stack([parent_feature[(r, nodes[r][c].parent)] for c in ids]))
-            batch = layout(segments, self.blocks, self.device)
-            order = sorted(range(len(segments)), key=lambda j: segments[j].offset)  # layout order
-            hidden, logits = self.head.forward_cached(batch, self.cache, torch.cat([feats[j] for j in order]), fused=True)
+            layout = lay_out(segments, self.blocks, self.device)
+            hidden, logits = self.head.forward_cached(layout.batch, self.cache, torch.cat(layout.in_layout_order(feats)),
+                                                      fused=True)
             for r, seg in enumerate(segments):
-                rows = seg.logit_rows
-                frontier_logits[r] = logits[seg.logit_offset:seg.logit_offset + len(rows)]
+                rows, offset, first = seg.logit_rows, layout.offsets[r], layout.logit_offsets[r]
+                frontier_logits[r] = logits[first:first + len(rows)]
                 for c, row in zip(frontier_ids[r], rows):
-                    parent_feature[(r, c)] = hidden[seg.offset + row]
+                    parent_feature[(r, c)] = hidden[offset + row]
         return [self._select(n) for n in nodes]
 
     def _select(self, nodes: list[_Node]) -> DraftTree:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from specgauge.engine.core.batch_layout import Segment, lay_out
 from specgauge.engine.core.model_runner import ModelRunner, ensure_generator, sample_requests
 from specgauge.engine.core.sampling import probabilities
 from specgauge.engine.core.scheduler import RequestError, RequestUpdate, ScheduledBatch, ScheduledSeq, SeqOutput
-from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.stats import SpecStats
 from specgauge.engine.speculative.tree import DraftTree
 from specgauge.engine.speculative.verify import Verdict, accept_greedy, accept_sampled
@@ -108,13 +108,13 @@ class SpeculativeRunner(ModelRunner):
             else:
                 segments.append(Segment(seq.request.request_id, seq.start, tokens,
                                         [seq.num_new - 1] if seq.samples else []))
-        forward_batch = layout(segments, self.blocks, self.device, self.model.attention_dtype)
-        logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
+        layout = lay_out(segments, self.blocks, self.device, self.model.attention_dtype)
+        logits, aux = self.model.forward_cached(layout.batch, self.cache, aux_layers=self.drafter.aux_layers)
         features = self.drafter.features(aux) if aux else None  # (N, 3H)
-        verdicts = self._accept(batch.seqs, segments, trees, logits)
+        verdicts = self._accept(batch.seqs, segments, layout.logit_offsets, trees, logits)
 
         outputs = []
-        for seq, seg in zip(batch.seqs, segments):
+        for seq, offset in zip(batch.seqs, layout.offsets):
             verdict = verdicts[id(seq)]
             tree = trees.get(id(seq))
             if tree:
@@ -129,10 +129,10 @@ class SpeculativeRunner(ModelRunner):
                 outputs.append(SeqOutput(list(verdict.tokens), seq.num_new))
             if features is not None:
                 if tree and kept_rows != list(range(len(kept_rows))):  # a tree's path: gather its rows
-                    rows = torch.tensor([seg.offset + r for r in kept_rows], device=self.device)
+                    rows = torch.tensor([offset + r for r in kept_rows], device=self.device)
                     self.drafter.observe(seq.request, features.index_select(0, rows))
                 else:  # a chain prefix or a plain step: consecutive rows, a view (no copy)
-                    self.drafter.observe(seq.request, features[seg.offset:seg.offset + len(kept_rows)])
+                    self.drafter.observe(seq.request, features[offset:offset + len(kept_rows)])
         report.verify_seconds = time.perf_counter() - start - report.draft_seconds
         self.last = report
         return outputs
@@ -145,15 +145,13 @@ class SpeculativeRunner(ModelRunner):
         the plain engine's in closed loop.)"""
         start = time.perf_counter()
         report = StepReport(k=0)
-        forward_batch, sampling_seqs = self.build_forward_batch(batch.seqs)
-        logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
-        outputs = self.sampled_outputs(batch, sampling_seqs, logits)
+        layout = self.lay_out(batch.seqs)
+        logits, aux = self.model.forward_cached(layout.batch, self.cache, aux_layers=self.drafter.aux_layers)
+        outputs = self.sampled_outputs(batch, logits)
         features = self.drafter.features(aux) if aux else None  # (N, 3H)
-        offset = 0
-        for seq in self.layout_order(batch.seqs):  # the order build_forward_batch laid the tokens out in
+        for seq, offset in zip(batch.seqs, layout.offsets):
             if features is not None:
                 self.drafter.observe(seq.request, features[offset:offset + seq.num_new])
-            offset += seq.num_new
             if is_decode(seq):
                 report.verdicts[seq.request.request_id] = (0, 0)
         report.decoding = len(report.verdicts)
@@ -162,26 +160,28 @@ class SpeculativeRunner(ModelRunner):
         self.last = report
         return outputs
 
-    def _accept(self, seqs: list[ScheduledSeq], segments: list[Segment], trees: dict[int, DraftTree],
-                logits: torch.Tensor) -> dict[int, Verdict]:
-        """Greedy or rejection-sampling acceptance per sequence; plain sequences sample one token."""
+    def _accept(self, seqs: list[ScheduledSeq], segments: list[Segment], logit_offsets: tuple[int, ...],
+                trees: dict[int, DraftTree], logits: torch.Tensor) -> dict[int, Verdict]:
+        """Greedy or rejection-sampling acceptance per sequence (its logits rows from
+        ``logit_offsets[i]`` on); plain sequences sample one token."""
         verdicts: dict[int, Verdict] = {}
         argmax = logits.argmax(-1).tolist() if trees else []  # (M,); only verifies read it
-        plain = [(seq, seg) for seq, seg in zip(seqs, segments) if not trees.get(id(seq)) and seg.logit_rows]
+        plain = [(seq, row) for seq, seg, row in zip(seqs, segments, logit_offsets)
+                 if not trees.get(id(seq)) and seg.logit_rows]
         if plain:
             for seq, _ in plain:
                 ensure_generator(seq.request, self.device)
-            rows = torch.tensor([seg.logit_offset for _, seg in plain], device=self.device)
+            rows = torch.tensor([row for _, row in plain], device=self.device)
             picked = sample_requests(logits.index_select(0, rows), [s.request for s, _ in plain])
             for (seq, _), token in zip(plain, picked):
                 verdicts[id(seq)] = Verdict((), (token,), bonus=False)
-        for seq, seg in zip(seqs, segments):
+        for seq, first in zip(seqs, logit_offsets):
             tree = trees.get(id(seq))
             if not tree:
                 verdicts.setdefault(id(seq), Verdict((), (), bonus=False))
                 continue
             request = seq.request
-            rows = slice(seg.logit_offset, seg.logit_offset + len(tree) + 1)
+            rows = slice(first, first + len(tree) + 1)
             if request.params.greedy:
                 verdicts[id(seq)] = accept_greedy(tree, argmax[rows])
             else:
