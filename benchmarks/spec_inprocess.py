@@ -14,19 +14,32 @@ engine's ``--weight-packing`` (default ``auto``). Prints each one's median decod
 (tokens after the first / time after the first step), its ratio to ``plain`` (to ``plain@X``
 for a configuration ``...@X`` when that is run too), the median of the per-prompt ratios and its
 decode tokens per step (the acceptance length: tokens per verify).
+
+    PYTHONPATH=src python benchmarks/spec_inprocess.py --compare-src /path/to/other/checkout
+
+``--compare-src DIR`` also runs every configuration on ``DIR``'s source tree (``DIR/src``, e.g.
+main before a change), in a worker process driven in lockstep: each prompt of each configuration
+runs in this tree and in that one back to back (the order alternating by prompt), never both at
+once. Printed per configuration: both trees' median tok/s, the median of the per-prompt ratios
+this/that, and whether both decoded the same tokens in the same number of steps.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+WORKER = "--worker-src"  # internal: serve --compare-src's requests from the source tree given after it
+SRC = Path(sys.argv[sys.argv.index(WORKER) + 1]) if WORKER in sys.argv else ROOT / "src"
+sys.path.insert(0, str(SRC))
 
 import torch  # noqa: E402
 
@@ -36,7 +49,7 @@ from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
-TARGET = ROOT / "src" / "specgauge" / "assets" / "target"
+TARGET = SRC / "specgauge" / "assets" / "target"
 
 
 def build(name: str, draft: str | None) -> Engine:
@@ -68,13 +81,63 @@ def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, 
     return count / (time.perf_counter() - started), count, steps
 
 
+def serve_worker() -> None:
+    """``--worker-src``: build the engines named on the first stdin line, then answer one
+    ``decode_rate`` per line (JSON in, JSON out on the original stdout; all else to stderr)."""
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    torch.set_num_threads(1)
+    engines: dict[str, Engine] = {}
+    for line in sys.stdin:
+        ask = json.loads(line)
+        if "build" in ask:
+            engines = {name: build(name, ask["draft"]) for name in ask["build"]}
+            answer: dict = {"built": sorted(engines)}
+        else:
+            rate, count, steps = decode_rate(engines[ask["name"]], ask["prompt"], ask["tokens"])
+            answer = {"rate": rate, "count": count, "steps": steps}
+        replies.write(json.dumps(answer) + "\n")
+        replies.flush()
+
+
+class OtherTree:
+    """The engines of another source tree, in a worker process (``--compare-src``)."""
+
+    def __init__(self, checkout: Path, names: list[str], draft: str | None) -> None:
+        command = [sys.executable, str(Path(__file__).resolve()), WORKER, str(checkout.resolve() / "src")]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.ask({"build": names, "draft": draft})
+
+    def ask(self, message: dict) -> dict:
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the --compare-src worker ended (exit {self.process.wait()})")
+        return json.loads(line)
+
+    def decode_rate(self, name: str, prompt: list[int], tokens: int) -> tuple[float, int, int]:
+        answer = self.ask({"name": name, "prompt": prompt, "tokens": tokens})
+        return answer["rate"], answer["count"], answer["steps"]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
 def main() -> None:
+    if WORKER in sys.argv:
+        serve_worker()
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--configs", default="plain,k3p0,k4p0,k5p0,k5p30,ngram")
     parser.add_argument("--suite", default="coding")
     parser.add_argument("--prompts", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--draft", default=None, help="EAGLE-3 head directory (default: the shipped drafter)")
+    parser.add_argument("--compare-src", type=Path, default=None,
+                        help="another checkout whose src/ runs every configuration too, in lockstep")
     args = parser.parse_args()
     torch.set_num_threads(1)
     names = args.configs.split(",")
@@ -86,16 +149,27 @@ def main() -> None:
     tokenizer = first.tokenizer
     prompts = [tokenizer.encode(render_prompt(tokenizer, suite.requests[(i * 7) % len(suite.requests)]))
                for i in range(args.prompts)]
-    for engine in engines.values():  # warm-up: lazy allocations, the adaptive arm's first measurements
+    other = OtherTree(args.compare_src, names, args.draft) if args.compare_src else None
+    for name, engine in engines.items():  # warm-up: lazy allocations, the adaptive arm's first measurements
         decode_rate(engine, prompts[0], args.tokens)
+        if other:
+            other.decode_rate(name, prompts[0], args.tokens)
     rates = {name: [] for name in engines}
     counts = {name: [0, 0] for name in engines}  # decode tokens, decode steps
-    for prompt in prompts:
+    other_rates = {name: [] for name in engines}
+    other_counts = {name: [0, 0] for name in engines}
+    for index, prompt in enumerate(prompts):
         for name, engine in engines.items():
-            rate, count, steps = decode_rate(engine, prompt, args.tokens)
-            rates[name].append(rate)
-            counts[name][0] += count
-            counts[name][1] += steps
+            runs = [(rates, counts, lambda: decode_rate(engine, prompt, args.tokens))]
+            if other:
+                runs.append((other_rates, other_counts, lambda: other.decode_rate(name, prompt, args.tokens)))
+            for into, counted, run in (runs if index % 2 == 0 else runs[::-1]):
+                rate, count, steps = run()
+                into[name].append(rate)
+                counted[name][0] += count
+                counted[name][1] += steps
+    if other:
+        other.close()
     print(f"{suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
           f"dtype {first.config.torch_dtype}")
     for name, values in rates.items():
@@ -106,6 +180,14 @@ def main() -> None:
         print(f"{name:>12}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of {baseline} "
               f"(median of per-prompt ratios {paired:.2f}x)   {counts[name][0] / counts[name][1]:.2f} tokens per step   "
               f"weights {engines[name].model.weight_packing}")
+    if other:
+        print(f"this tree ({SRC}) against {args.compare_src.resolve() / 'src'}, prompt by prompt:")
+        for name, values in rates.items():
+            paired = statistics.median(a / b for a, b in zip(values, other_rates[name]))
+            same = "same tokens and steps" if counts[name] == other_counts[name] else \
+                f"DIFFERENT tokens/steps {counts[name]} vs {other_counts[name]}"
+            print(f"{name:>12}: {statistics.median(values):7.1f} tok/s here, {statistics.median(other_rates[name]):7.1f} "
+                  f"tok/s there: {paired:.3f}x (median of per-prompt ratios)   {same}")
 
 
 if __name__ == "__main__":

@@ -70,13 +70,10 @@ def step_logits(runner, blocks, seqs):
     for request, start, n in seqs:
         blocks.grow(request.request_id, start + n)
         scheduled.append(ScheduledSeq(request, start, n))
-    batch, _ = runner.build_forward_batch(scheduled)
-    order = runner.layout_order(scheduled)
+    layout = runner.lay_out(scheduled)
+    batch = layout.batch
     batch.logit_indices = torch.arange(batch.num_tokens)
     with torch.inference_mode():
         logits, aux = runner.model.forward_cached(batch, runner.cache, aux_layers=(0, 2))
-    out, offset = {}, 0
-    for seq in order:
-        out[seq.request.request_id] = logits[offset:offset + seq.num_new]
-        offset += seq.num_new
-    return out, aux
+    return {seq.request.request_id: logits[offset:offset + seq.num_new]
+            for seq, offset in zip(scheduled, layout.offsets)}, aux

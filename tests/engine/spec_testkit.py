@@ -93,8 +93,6 @@ class OracleDrafter:
     real target, whatever the quality of a real head."""
 
     aux_layers: tuple[int, ...] = ()
-    last_catch_up = 0  # the drafter interface: draft pairs the last proposal caught up
-    last_skipped: frozenset[str] = frozenset()  # ... and requests it did not draft for whatever k
 
     def __init__(self, continuations: dict[tuple[int, ...], list[int]], depth: int, tree: bool) -> None:
         self.continuations = continuations
@@ -105,7 +103,7 @@ class OracleDrafter:
         return 2 * k if self.is_tree else k
 
     def propose(self, requests, ks):
-        from specgauge.engine.speculative.tree import DraftTree
+        from specgauge.engine.speculative.tree import DraftTree, Proposal
 
         trees = []
         for request, k in zip(requests, ks):
@@ -123,7 +121,7 @@ class OracleDrafter:
                 parents += [parent, parent]
                 parent = len(tokens) - 1
             trees.append(DraftTree(tuple(tokens), tuple(parents)))
-        return trees
+        return Proposal(tuple(trees))
 
     def features(self, aux):
         return None

@@ -47,7 +47,7 @@ def test_decode_batch_with_ragged_contexts_and_aux_hidden_states(tmp_path):
     step_logits(runner, blocks, [(requests[r], 0, len(ids) - 1) for r, ids in seqs.items() if len(ids) > 1])
     out, aux = step_logits(runner, blocks, [(requests[r], len(ids) - 1, 1) for r, ids in seqs.items()])
     decode = [ScheduledSeq(requests[r], len(ids) - 1, 1) for r, ids in seqs.items()]
-    batch, _ = runner.build_forward_batch(decode)
+    batch = runner.lay_out(decode).batch
     assert len(batch.groups) == 1 and batch.groups[0].batch == 3
     order = list(seqs)  # all q_len 1 and one width bucket: one group in submission order
     with torch.no_grad():
@@ -99,7 +99,7 @@ def test_decode_contexts_of_very_different_lengths_attend_in_separate_width_buck
     decode = [(requests[r], len(ids) - 1, 1) for r, ids in seqs.items()]
     for request, start, n in decode:
         blocks.grow(request.request_id, start + n)
-    batch, _ = runner.build_forward_batch([ScheduledSeq(r, s, n) for r, s, n in decode])
+    batch = runner.lay_out([ScheduledSeq(r, s, n) for r, s, n in decode]).batch
     assert sorted(g.batch for g in batch.groups) == [1, 2]  # short + mid (2 blocks each), long (15 blocks)
     assert max(g.block_table.shape[1] for g in batch.groups if g.batch == 2) == 2
     out, _ = step_logits(runner, blocks, decode)

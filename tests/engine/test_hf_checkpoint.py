@@ -45,7 +45,7 @@ def test_sharded_checkpoint_loads_and_cached_logits_match_transformers(hf_checkp
     got = []
     for start, n in ((0, 50), (50, 39), (89, 1)):
         blocks.grow("r", start + n)
-        batch, _ = runner.build_forward_batch([ScheduledSeq(request, start, n)])
+        batch = runner.lay_out([ScheduledSeq(request, start, n)]).batch
         batch.logit_indices = torch.arange(n)
         with torch.inference_mode():
             got.append(model.forward_cached(batch, cache)[0])

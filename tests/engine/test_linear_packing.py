@@ -91,7 +91,7 @@ def test_greedy_speculative_equals_plain_on_packed_weights(spec, bf16_model_dir,
         engine = make_spec_engine(bf16_model_dir, speculative=speculative, max_running=16, max_tokens_per_step=512)
         assert engine.model.weight_packing == "fp16"
         if speculative.algorithm == "EAGLE3":
-            assert engine.runner.drafter.weight_packing == "fp16"
+            assert engine.runner.drafter.head.weight_packing == "fp16"
         engine.start()
         try:
             prompts = [engine.tokenizer.encode(t) for t in domain_prompts(48)]

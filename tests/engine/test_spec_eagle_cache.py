@@ -10,7 +10,7 @@ from specgauge.engine.models.eagle3 import load_eagle3, target_features
 from specgauge.engine.models.llama import load_model
 from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
-from specgauge.engine.speculative.eagle import EagleState
+from specgauge.engine.speculative.eagle3_drafter import EagleState
 
 
 @pytest.fixture(scope="module")
@@ -41,18 +41,25 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
     propose = drafter.propose
 
     def recording(requests, ks):
-        trees = propose(requests, ks)
-        for request, k, tree in zip(requests, ks, trees):
+        def cached():
+            return sum(r.draft_state.draft_len for r in requests if isinstance(r.draft_state, EagleState))
+
+        before = cached()
+        proposal = propose(requests, ks)
+        assert proposal.catch_up == cached() - before  # the pairs it ran, reported by value
+        catch_ups.append(proposal.catch_up)
+        for request, k, tree in zip(requests, ks, proposal.trees):
             if len(tree) >= 2:
                 records.append((request.token_ids(0, request.num_tokens), tree.tokens[:2]))
             if len(tree):
                 assert request.draft_state.draft_len == request.num_computed  # caught up
             else:
                 partial.append(request.draft_state.num_pending)
-        return trees
+        return proposal
 
     drafter.catch_up_budget = 40  # less than the backlogs after the off period: spread over steps
     partial = []
+    catch_ups = []
     drafter.propose = recording
     params = SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)
     for i, text in enumerate(domain_prompts(6)):
@@ -72,6 +79,7 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
                        if isinstance(r.draft_state, EagleState)]
             assert pending and min(pending) >= 6
     assert any(p > 0 for p in partial), "some request should have caught up over several steps"
+    assert max(catch_ups) == 40  # a backlog after the off period, capped by the budget
     engine.blocks.check_integrity()
     assert engine.blocks.num_free_blocks == engine.blocks.num_blocks
     target = load_model(tiny_model_dir)
@@ -125,7 +133,7 @@ def test_causal_mask_rows_from_the_table_and_past_it(tiny_model_dir, head_dir, m
     """A one-stream catch-up and chain read their mask rows as views of a table that grows on
     demand; past ``CAUSAL_TABLE_MAX`` the rows are made on the spot. Both are the causal mask:
     query position p sees keys 0..p."""
-    from specgauge.engine.speculative import eagle
+    from specgauge.engine.speculative import eagle3_drafter
 
     engine = make_spec_engine(tiny_model_dir, speculative=SpeculativeConfig(
         algorithm="EAGLE3", num_steps=3, draft_model_path=str(head_dir)))
@@ -135,7 +143,7 @@ def test_causal_mask_rows_from_the_table_and_past_it(tiny_model_dir, head_dir, m
         visible = torch.arange(keys).unsqueeze(0) <= torch.arange(first, first + count).unsqueeze(1)
         return torch.zeros(count, keys).masked_fill_(~visible, float("-inf"))
 
-    monkeypatch.setattr(eagle, "CAUSAL_TABLE_MAX", 96)
+    monkeypatch.setattr(eagle3_drafter, "CAUSAL_TABLE_MAX", 96)
     for first, count, keys in ((0, 3, 16), (10, 4, 32), (70, 6, 80), (90, 6, 96), (93, 5, 112), (200, 2, 208)):
         assert torch.equal(drafter._causal_rows(first, count, keys), expected(first, count, keys)), (first, count, keys)
     assert drafter._causal.shape == (96, 96)  # grown to the cap, never past it

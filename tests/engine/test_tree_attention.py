@@ -11,7 +11,7 @@ from specgauge.engine.core.scheduler import Request, ScheduledSeq
 
 def prefill(runner, blocks, request, n):
     blocks.grow(request.request_id, n)
-    batch, _ = runner.build_forward_batch([ScheduledSeq(request, 0, n)])
+    batch = runner.lay_out([ScheduledSeq(request, 0, n)]).batch
     with torch.inference_mode():
         runner.model.forward_cached(batch, runner.cache)
 
@@ -46,7 +46,7 @@ def test_tree_logits_equal_each_branch_run_alone_and_the_accepted_path_compacts(
     request.output_ids = [root, b, 77]  # the bonus token sampled after b is the next input
     request.prompt_ids = context
     blocks.grow("t", c + 3)
-    step, _ = runner.build_forward_batch([ScheduledSeq(request, c + 2, 1)])
+    step = runner.lay_out([ScheduledSeq(request, c + 2, 1)]).batch
     with torch.inference_mode():
         next_logits, _ = model.forward_cached(step, runner.cache)
         expected = reference(torch.tensor([context + [root, b, 77]]))[0][0, -1]

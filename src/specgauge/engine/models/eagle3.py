@@ -15,15 +15,21 @@ Llama target)::
 ``feature'`` (before ``norm``) is what the next draft step reads as its feature. Token
 embeddings are the target's (shared, frozen); a checkpoint may carry its own copy.
 
-The attention can be driven two ways:
+The head runs three ways:
 
-* over a whole sequence (training): :meth:`Eagle3Head.step` — causal attention over the
-  first step's keys, plus, for unrolled training-time-test steps, each row's own keys of the
+* over a whole sequence (training, reference): :meth:`Eagle3Head.step` — causal attention over
+  the first step's keys, plus, for unrolled training-time-test steps, each row's own keys of the
   earlier steps (the "diagonal" of SpecForge's cached hidden states);
-* from outside with given K/V (the engine's cached path): :meth:`Eagle3Head.fuse`,
-  :meth:`Eagle3Head.embed`, :meth:`Eagle3DecoderLayer.attention_input`,
-  :meth:`Eagle3DecoderLayer.project_qkv`, your attention, :meth:`Eagle3DecoderLayer.finish`,
-  :meth:`Eagle3Head.draft_logits`, :meth:`Eagle3Head.draft_to_target`.
+* in pieces with an attention of the caller's (packed training, ``train/ttt.py``):
+  :meth:`Eagle3Head.fuse`, :meth:`Eagle3Head.embed`, :meth:`Eagle3DecoderLayer.attention_input`,
+  :meth:`Eagle3DecoderLayer.project_qkv`, the attention, :meth:`Eagle3DecoderLayer.finish`,
+  :meth:`Eagle3Head.draft_logits`;
+* cached (the engine's drafting, :mod:`specgauge.engine.speculative.eagle3_drafter`), after
+  :meth:`Eagle3Head.prepare_for_inference`: :meth:`Eagle3Head.forward_cached` over a flat ragged
+  batch against the head's one-layer paged KV pool, and :meth:`Eagle3Head.forward_gathered` for
+  one token per sequence against K/V gathered per sequence (a chain's steps). Same layer, with
+  q/k/v and gate/up fused into one matmul each, the token half of the attention input looked up
+  from a normed-embedding table, and fp32 RMSNorm in a cheaper form (:meth:`Eagle3Head._norm`).
 
 Positions: the pair (feature of position t, token t+1) uses RoPE position t, and unrolled
 step s of that row uses position t + s — the position of the token that the target's
@@ -47,13 +53,19 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, LlamaMLP, RMSNorm, apply_rope, rope_cos_sin, rope_inv_freq
+from specgauge.engine.models.attention import paged_attention
+from specgauge.engine.models.linear import choose_packing, linear, pack
+from specgauge.engine.models.llama import (LlamaConfig, LlamaForCausalLM, LlamaMLP, RMSNorm, apply_rope, apply_rope_signed,
+                                           rope_cos_sin, rope_inv_freq, signed_sin)
+
+if TYPE_CHECKING:
+    from specgauge.engine.core.kv_cache import ForwardBatch, KVCache
 
 ARCHITECTURE = "LlamaForCausalLMEagle3"
 
@@ -346,6 +358,135 @@ class Eagle3Head(nn.Module):
     def trainable_parameters(self) -> list[nn.Parameter]:
         """Every parameter but the (shared, frozen) token embeddings."""
         return [p for name, p in self.named_parameters() if name != "embed_tokens.weight"]
+
+    # -- the engine's cached path ---------------------------------------------------------------
+    def prepare_for_inference(self, max_positions: int, batch_dtype: torch.dtype, packing: str = "none") -> None:
+        """Plain weight tensors for the cached path (q/k/v and gate/up fused: fewer, larger
+        matmuls; no module attribute is read in a pass), RoPE tables for ``max_positions``
+        positions and the normed token-embedding table.
+
+        One-row passes (a chain step of a single request) run in the head's dtype (fp32 on CPU:
+        its matrix-vector kernels are the fastest there); passes of several rows in
+        ``batch_dtype`` (the target's) when that is bf16/fp16 (bf16 matmuls of 2+ rows are 2-4x
+        faster than fp32 on CPU). The fp32 set's matrices are packed as ``packing`` resolves for
+        them (:func:`~specgauge.engine.models.linear.choose_packing`); the chosen one is
+        ``self.weight_packing``. The parameters (and ``state_dict``) are left as they are.
+        """
+        mid = self.midlayer
+        attn, mlp = mid.self_attn, mid.mlp
+        with torch.no_grad():
+            qkv_w = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach()
+            gate_up_w = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
+        matrices = (self.fc.weight, qkv_w, attn.o_proj.weight, gate_up_w, mlp.down_proj.weight, self.lm_head.weight)
+        norms = tuple(n.weight for n in (mid.input_layernorm, mid.hidden_norm, mid.post_attention_layernorm,
+                                         self.norm))
+        self._split = (attn.num_heads, attn.num_kv_heads, attn.head_dim)
+        self._eps = self.config.rms_norm_eps
+        self._one_row_dtype = self.fc.weight.dtype
+        self._many_rows_dtype = batch_dtype if batch_dtype in (torch.bfloat16, torch.float16) else self._one_row_dtype
+        # fp32 norm weights are stored times sqrt(h) for ``_norm``'s cheaper form
+        scale = {dtype: self.config.hidden_size ** 0.5 if dtype == torch.float32 else 1.0
+                 for dtype in {self._one_row_dtype, self._many_rows_dtype}}
+        self.weight_packing = choose_packing(packing, self.fc.weight.device, torch.float32, matrices) \
+            if torch.float32 in scale else "none"
+        self._weight_sets = {
+            dtype: (tuple(pack(w.to(dtype), self.weight_packing if dtype == torch.float32 else "none") for w in matrices),
+                    tuple(w.to(dtype) * scale[dtype] for w in norms))
+            for dtype in scale}
+        self._norm_floor = (self.config.hidden_size * self._eps) ** 0.5
+        # The token half of the attention input, norm(embed(token)), depends on the token alone:
+        # one table row per token (the embeddings are frozen), looked up instead of normed each pass.
+        with torch.no_grad():
+            self._normed_embeds = {dtype: self._norm(self.embed_tokens.weight.to(dtype), set_norms[0])
+                                   for dtype, (_, set_norms) in self._weight_sets.items()}
+        # cos and sin of every position (P, 1, D) each, sin signed for ``apply_rope_signed``:
+        # lookups, no bound check.
+        cos, sin = self.rope(torch.arange(max_positions, device=self.fc.weight.device))
+        self._rope_cos, self._rope_signed_sin = cos.unsqueeze(1), signed_sin(sin).unsqueeze(1)
+
+    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """RMSNorm. fp32: ``weight`` (stored times sqrt(h)) · x / max(‖x‖, sqrt(h·eps)) — 3 ops
+        instead of ``F.rms_norm``'s ~8 on CPU, and equal to it but for where eps matters
+        (mean(x²) near eps); drafts need not be bit-exact. Otherwise HF's fp32-then-cast order."""
+        if x.dtype == torch.float32:
+            return x * (weight / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min_(self._norm_floor))
+        return weight * F.rms_norm(x.float(), weight.shape, None, self._eps).to(x.dtype)
+
+    def rope_cached(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and signed sin (…, 1, D) of ``positions`` (any shape) from the tables."""
+        flat = positions.reshape(-1)
+        shape = (*positions.shape, 1, self._rope_cos.shape[-1])
+        return self._rope_cos.index_select(0, flat).view(shape), self._rope_signed_sin.index_select(0, flat).view(shape)
+
+    def rope_span(self, first: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and signed sin (count, 1, D) of positions ``first`` … ``first + count − 1``: views of the tables."""
+        return self._rope_cos[first:first + count], self._rope_signed_sin[first:first + count]
+
+    def _weights(self, rows: int):
+        """The weight set a pass of ``rows`` rows runs in, and its dtype."""
+        dtype = self._one_row_dtype if rows == 1 else self._many_rows_dtype
+        return dtype, self._weight_sets[dtype]
+
+    def _project(self, input_ids: torch.Tensor, features: torch.Tensor, fused: bool, cos: torch.Tensor,
+                 sin: torch.Tensor, dtype: torch.dtype, weights) -> tuple[torch.Tensor, ...]:
+        """The pass up to attention (``sin`` signed): feature (N, h), q (N, Hq, D), k and v (N, Hkv, D)."""
+        (fc_w, qkv_w, *_), (_, hidden_norm, *_) = weights
+        n_q, n_kv, d = self._split
+        feat = features.to(dtype) if fused else linear(features.to(dtype), fc_w)  # (N, h)
+        embeds = F.embedding(input_ids, self._normed_embeds[dtype])  # (N, h), normed
+        x = torch.cat([embeds, self._norm(feat, hidden_norm)], dim=-1)  # (N, 2h)
+        n = x.shape[0]
+        qkv = linear(x, qkv_w)  # (N, (Hq + 2 Hkv) D)
+        qk = apply_rope_signed(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)
+        v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
+        return feat, qk[:, :n_q], qk[:, n_q:], v
+
+    def _finish(self, feat: torch.Tensor, out: torch.Tensor, rows: torch.Tensor | None,
+                weights) -> tuple[torch.Tensor, torch.Tensor]:
+        """The pass after attention (``out`` (N, Hq·D)): output features (N, h) and draft logits
+        for ``rows`` (None: every row)."""
+        (_, _, o_w, gate_up_w, down_w, lm_w), (_, _, post_norm, final_norm) = weights
+        hidden = feat + linear(out.to(feat.dtype), o_w)  # (N, h)
+        gate, up = linear(self._norm(hidden, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
+        hidden = hidden + linear(F.silu(gate) * up, down_w)  # (N, h)
+        last = hidden if rows is None else hidden.index_select(0, rows)  # (M, h)
+        return hidden, linear(self._norm(last, final_norm), lm_w)  # (M, draft_vocab)
+
+    def forward_cached(self, batch: "ForwardBatch", cache: "KVCache", features: torch.Tensor, fused: bool,
+                       all_rows: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """One pass over ``batch`` against the head's one-layer paged ``cache``, writing the new K/V.
+
+        ``features`` (N, 3H) target features (``fused=False``: fc applies) or (N, h) features
+        the head produced itself. Returns its output features (N, h) and draft logits
+        (M, draft_vocab) for ``batch.logit_indices`` (every row when ``all_rows``).
+        Call :meth:`prepare_for_inference` first.
+        """
+        dtype, weights = self._weights(batch.input_ids.shape[0])
+        cos, sin = self.rope_cached(batch.positions)  # (N, 1, D)
+        feat, q, k, v = self._project(batch.input_ids, features, fused, cos, sin, dtype, weights)
+        out = paged_attention(q, k, v, cache.k[0], cache.v[0], batch, cache.block_size,
+                              torch.float32)  # (N, Hq*D)
+        return self._finish(feat, out, None if all_rows else batch.logit_indices, weights)
+
+    def forward_gathered(self, tokens: torch.Tensor, features: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                         keys: torch.Tensor, values: torch.Tensor, slots: tuple[torch.Tensor, torch.Tensor],
+                         mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One pass over one new token per sequence against K/V gathered per sequence.
+
+        tokens (B,) with ``features`` (B, h) the head produced itself; cos and signed sin
+        (B, 1, D); ``keys``/``values`` (B, Tk, Hkv, D) fp32, into which this pass first writes its
+        own K/V at ``slots`` (row indices (B,), key indices (B,)); ``mask`` (B, 1, 1, Tk) additive.
+        Returns output features (B, h) and draft logits (B, draft_vocab). No paged pool is written.
+        """
+        dtype, weights = self._weights(tokens.shape[0])
+        n_q, n_kv, _ = self._split
+        feat, q, k, v = self._project(tokens, features, True, cos, sin, dtype, weights)
+        keys.index_put_(slots, k.to(keys.dtype))
+        values.index_put_(slots, v.to(values.dtype))
+        out = F.scaled_dot_product_attention(q.unsqueeze(2).to(torch.float32), keys.transpose(1, 2),
+                                             values.transpose(1, 2), attn_mask=mask,
+                                             enable_gqa=n_q != n_kv)  # (B, Hq, 1, D)
+        return self._finish(feat, out.reshape(tokens.shape[0], -1), None, weights)
 
 
 # -- vocabulary map ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ def build_drafter(spec: SpeculativeConfig, model: LlamaForCausalLM, blocks: Bloc
 
         return NgramDrafter(spec.ngram_max_n, spec.ngram_min_n)
     from specgauge.engine.models.eagle3 import load_eagle3
-    from specgauge.engine.speculative.eagle import Eagle3Drafter
+    from specgauge.engine.speculative.eagle3_drafter import Eagle3Drafter
 
     # On CPU the head runs in fp32 whatever the target's dtype: one-row matmuls are faster in
     # fp32 there, and drafts need not be batch-invariant (the target's verify decides).

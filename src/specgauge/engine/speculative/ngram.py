@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specgauge.engine.core.scheduler import Request
-from specgauge.engine.speculative.tree import DraftTree
+from specgauge.engine.speculative.tree import DraftTree, Proposal
 
 
 @dataclass
@@ -23,8 +23,6 @@ class NgramDrafter:
 
     aux_layers: tuple[int, ...] = ()
     is_tree = False
-    last_catch_up = 0  # no draft state to catch up
-    last_skipped: frozenset[str] = frozenset()  # a miss proposes nothing, but every request is looked up
 
     def __init__(self, max_n: int = 3, min_n: int = 1) -> None:
         self.max_n, self.min_n = max_n, min_n
@@ -57,9 +55,10 @@ class NgramDrafter:
                 return DraftTree.chain(request.token_ids(start, min(start + k, length)))
         return DraftTree.chain(())
 
-    def propose(self, requests: list[Request], ks: list[int]) -> list[DraftTree]:
-        """One chain per request (``ks``: drafts wanted, 0 = none)."""
-        return [self.propose_one(r, k) for r, k in zip(requests, ks)]
+    def propose(self, requests: list[Request], ks: list[int]) -> Proposal:
+        """One chain per request (``ks``: drafts wanted, 0 = none); nothing to catch up, and no
+        request skipped (a miss proposes nothing, but every request is looked up)."""
+        return Proposal(tuple(self.propose_one(r, k) for r, k in zip(requests, ks)))
 
     def features(self, aux) -> None:
         """No target features are asked for (``aux_layers`` is empty)."""

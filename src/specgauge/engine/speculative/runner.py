@@ -17,10 +17,10 @@ import time
 
 import torch
 
+from specgauge.engine.core.batch_layout import Segment, lay_out
 from specgauge.engine.core.model_runner import ModelRunner, ensure_generator, sample_requests
 from specgauge.engine.core.sampling import probabilities
 from specgauge.engine.core.scheduler import RequestError, ScheduledBatch, ScheduledSeq, SeqOutput
-from specgauge.engine.speculative.layout import Segment, layout
 from specgauge.engine.speculative.step_report import StepReport
 from specgauge.engine.speculative.tree import DraftTree
 from specgauge.engine.speculative.verify import Verdict, accept_greedy, accept_sampled
@@ -63,11 +63,11 @@ class SpeculativeRunner(ModelRunner):
         trees, catch_up, ineligible = self._draft(decode)
         draft_seconds = time.perf_counter() - start
         segments = [self._segment(seq, trees.get(id(seq))) for seq in batch.seqs]
-        forward_batch = layout(segments, self.blocks, self.device, self.model.attention_dtype)
-        logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
+        layout = lay_out(segments, self.blocks, self.device, self.model.attention_dtype)
+        logits, aux = self.model.forward_cached(layout.batch, self.cache, aux_layers=self.drafter.aux_layers)
         features = self.drafter.features(aux) if aux else None  # (N, 3H)
-        verdicts = self._accept(batch.seqs, segments, trees, logits)
-        outputs, figures = self._keep(batch.seqs, segments, trees, verdicts, features)
+        verdicts = self._accept(batch.seqs, segments, layout.logit_offsets, trees, logits)
+        outputs, figures = self._keep(batch.seqs, layout.offsets, trees, verdicts, features)
         report = StepReport(k=k, draft_seconds=draft_seconds,
                             verify_seconds=time.perf_counter() - start - draft_seconds,
                             decoding=len(decode), pure_decode=len(decode) == len(batch.seqs),
@@ -80,9 +80,9 @@ class SpeculativeRunner(ModelRunner):
         their backlog after an off period was not worth catching up."""
         if not decode:
             return {}, 0, frozenset()
-        proposed = self.drafter.propose([seq.request for seq, _ in decode], [k for _, k in decode])
-        catch_up, skipped = self.drafter.last_catch_up, frozenset(self.drafter.last_skipped)
-        return {id(seq): tree for (seq, _), tree in zip(decode, proposed)}, catch_up, skipped
+        proposal = self.drafter.propose([seq.request for seq, _ in decode], [k for _, k in decode])
+        trees = {id(seq): tree for (seq, _), tree in zip(decode, proposal.trees)}
+        return trees, proposal.catch_up, frozenset(proposal.skipped)
 
     def _segment(self, seq: ScheduledSeq, tree: DraftTree | None) -> Segment:
         """``seq``'s rows of the verify forward: its new tokens, then its drafts (if any)."""
@@ -94,14 +94,14 @@ class SpeculativeRunner(ModelRunner):
                            list(range(len(tree) + 1)), mask, depths)
         return Segment(seq.request.request_id, seq.start, tokens, [seq.num_new - 1] if seq.samples else [])
 
-    def _keep(self, seqs: list[ScheduledSeq], segments: list[Segment], trees: dict[int, DraftTree],
+    def _keep(self, seqs: list[ScheduledSeq], offsets: tuple[int, ...], trees: dict[int, DraftTree],
               verdicts: dict[int, Verdict], features: torch.Tensor | None
               ) -> tuple[list[SeqOutput], dict[str, tuple[int, int]]]:
         """Keep each sequence's accepted rows: compact a tree's path in the KV, tell the drafter
-        the kept rows' features. Returns the outputs and, per decoding request, (proposed,
-        accepted)."""
+        the kept rows' features (``seq``'s rows start at ``offsets[i]``). Returns the outputs and,
+        per decoding request, (proposed, accepted)."""
         outputs, figures = [], {}
-        for seq, seg in zip(seqs, segments):
+        for seq, offset in zip(seqs, offsets):
             verdict = verdicts[id(seq)]
             tree = trees.get(id(seq))
             if tree:
@@ -116,10 +116,10 @@ class SpeculativeRunner(ModelRunner):
                 outputs.append(SeqOutput(list(verdict.tokens), seq.num_new))
             if features is not None:
                 if tree and kept_rows != list(range(len(kept_rows))):  # a tree's path: gather its rows
-                    rows = torch.tensor([seg.offset + r for r in kept_rows], device=self.device)
+                    rows = torch.tensor([offset + r for r in kept_rows], device=self.device)
                     self.drafter.observe(seq.request, features.index_select(0, rows))
                 else:  # a chain prefix or a plain step: consecutive rows, a view (no copy)
-                    self.drafter.observe(seq.request, features[seg.offset:seg.offset + len(kept_rows)])
+                    self.drafter.observe(seq.request, features[offset:offset + len(kept_rows)])
         return outputs, figures
 
     def _run_plain(self, batch: ScheduledBatch) -> tuple[list[SeqOutput], StepReport]:
@@ -129,41 +129,42 @@ class SpeculativeRunner(ModelRunner):
         (The plain layout, not the speculative segments and verdicts: a step at k = 0 costs what a
         plain engine's step costs.)"""
         start = time.perf_counter()
-        forward_batch, sampling_seqs = self.build_forward_batch(batch.seqs)
-        logits, aux = self.model.forward_cached(forward_batch, self.cache, aux_layers=self.drafter.aux_layers)
-        outputs = self.sampled_outputs(batch, sampling_seqs, logits)
+        layout = self.lay_out(batch.seqs)
+        logits, aux = self.model.forward_cached(layout.batch, self.cache, aux_layers=self.drafter.aux_layers)
+        outputs = self.sampled_outputs(batch, logits)
         features = self.drafter.features(aux) if aux else None  # (N, 3H)
-        figures, offset = {}, 0
-        for seq in self.layout_order(batch.seqs):  # the order build_forward_batch laid the tokens out in
+        figures = {}
+        for seq, offset in zip(batch.seqs, layout.offsets):
             if features is not None:
                 self.drafter.observe(seq.request, features[offset:offset + seq.num_new])
-            offset += seq.num_new
             if is_decode(seq):
                 figures[seq.request.request_id] = (0, 0)
         report = StepReport(k=0, verify_seconds=time.perf_counter() - start, decoding=len(figures),
                             pure_decode=len(figures) == len(batch.seqs), verdicts=figures)
         return outputs, report
 
-    def _accept(self, seqs: list[ScheduledSeq], segments: list[Segment], trees: dict[int, DraftTree],
-                logits: torch.Tensor) -> dict[int, Verdict]:
-        """Greedy or rejection-sampling acceptance per sequence; plain sequences sample one token."""
+    def _accept(self, seqs: list[ScheduledSeq], segments: list[Segment], logit_offsets: tuple[int, ...],
+                trees: dict[int, DraftTree], logits: torch.Tensor) -> dict[int, Verdict]:
+        """Greedy or rejection-sampling acceptance per sequence (its logits rows from
+        ``logit_offsets[i]`` on); plain sequences sample one token."""
         verdicts: dict[int, Verdict] = {}
         argmax = logits.argmax(-1).tolist() if trees else []  # (M,); only verifies read it
-        plain = [(seq, seg) for seq, seg in zip(seqs, segments) if not trees.get(id(seq)) and seg.logit_rows]
+        plain = [(seq, row) for seq, seg, row in zip(seqs, segments, logit_offsets)
+                 if not trees.get(id(seq)) and seg.logit_rows]
         if plain:
             for seq, _ in plain:
                 ensure_generator(seq.request, self.device)
-            rows = torch.tensor([seg.logit_offset for _, seg in plain], device=self.device)
+            rows = torch.tensor([row for _, row in plain], device=self.device)
             picked = sample_requests(logits.index_select(0, rows), [s.request for s, _ in plain])
             for (seq, _), token in zip(plain, picked):
                 verdicts[id(seq)] = Verdict((), (token,), bonus=False)
-        for seq, seg in zip(seqs, segments):
+        for seq, first in zip(seqs, logit_offsets):
             tree = trees.get(id(seq))
             if not tree:
                 verdicts.setdefault(id(seq), Verdict((), (), bonus=False))
                 continue
             request = seq.request
-            rows = slice(seg.logit_offset, seg.logit_offset + len(tree) + 1)
+            rows = slice(first, first + len(tree) + 1)
             if request.params.greedy:
                 verdicts[id(seq)] = accept_greedy(tree, argmax[rows])
             else:

@@ -60,3 +60,13 @@ class DraftTree:
             row[:] = mask[parent + 1]
             row[i + 1] = True
         return mask
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a drafter's ``propose`` gives back: one draft tree per request (empty: no drafts),
+    and what drafting cost besides the drafts, for the step's report."""
+
+    trees: tuple[DraftTree, ...]
+    catch_up: int = 0  # EAGLE-3 draft pairs caught up before drafting (a backlog after an off period is many)
+    skipped: frozenset[str] = frozenset()  # request ids asked to draft whose backlog was not worth catching up

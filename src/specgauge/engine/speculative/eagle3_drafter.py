@@ -1,8 +1,9 @@
-"""The EAGLE-3 head's cached inference path and drafting (chain and tree).
+"""Drafting with an EAGLE-3 head (chain and tree): its per-request state, catch-up and KV pool.
 
-The head (:mod:`specgauge.engine.models.eagle3`, published layout) has one decoder layer; here it gets
-a paged KV pool of its own — one layer, addressed through the *target's* block tables, so a
-request's draft K/V for position ``t`` lives in the same slot as its target K/V for ``t``.
+The head (:mod:`specgauge.engine.models.eagle3`, published layout, with its cached forward) has
+one decoder layer; here it gets a paged KV pool of its own — one layer, addressed through the
+*target's* block tables, so a request's draft K/V for position ``t`` lives in the same slot as
+its target K/V for ``t``.
 
 Per request (``Request.draft_state``, an :class:`EagleState`):
 
@@ -24,7 +25,8 @@ chain then runs ``k − 1`` one-token steps (the tokens kept on the device until
 done), each attending to the cached pairs and the chain so far: the requests' draft K/V are
 gathered from the pool once per chain, each step writes its own K/V into that copy only (past
 ``draft_len`` the pool's draft K/V is scratch anyway), and every step's positions, cos/sin and
-mask are made up front. A catch-up of one request is laid out directly (no :func:`layout`).
+mask are made up front. A catch-up of one request is laid out from Python ints and the
+drafter's causal-mask table (``lay_out``'s ``causal_rows``).
 A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's scheme: children
 scored by cumulative draft log-probability) and recomputes the expanded nodes each step under a
 tree mask; the best ``num_draft_tokens − 1`` nodes form the draft tree.
@@ -36,17 +38,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
+from specgauge.engine.core.batch_layout import Segment, lay_out
 from specgauge.engine.core.block_manager import BlockManager
 from specgauge.engine.models.eagle3 import Eagle3Head
-from specgauge.engine.core.kv_cache import AttentionGroup, ForwardBatch, KVCache
-from specgauge.engine.models.attention import causal_mask, paged_attention
-from specgauge.engine.models.linear import choose_packing, linear, pack
-from specgauge.engine.models.llama import apply_rope_signed, signed_sin
+from specgauge.engine.core.kv_cache import KVCache
+from specgauge.engine.models.attention import causal_mask
 from specgauge.engine.core.scheduler import Request
-from specgauge.engine.speculative.layout import Segment, layout
-from specgauge.engine.speculative.tree import DraftTree
+from specgauge.engine.speculative.tree import DraftTree, Proposal
 
 
 CATCH_UP_BUDGET = 1024  # draft pairs caught up per step at most (across requests)
@@ -105,78 +104,21 @@ class Eagle3Drafter:
         self.min_draft_prob = min_draft_prob
         self.blocks = blocks
         self.device = device
-        self.target_dtype = dtype
         self.num_steps, self.topk = num_steps, topk
         self.max_drafts = (num_draft_tokens or num_steps + 1) - 1
         self.is_tree = topk > 1
         self.catch_up_budget = CATCH_UP_BUDGET
-        self.last_catch_up = 0  # draft pairs the last proposal caught up (the runner reports it)
-        self.last_skipped: frozenset[str] = frozenset()  # request ids whose backlog the last proposal did not catch up
         cfg = head.config
         self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
         self.cache = KVCache(1, blocks.num_blocks, blocks.block_size, cfg.num_key_value_heads, cfg.head_size,
                              head.fc.weight.dtype, device)  # the head's own dtype (see ``build_drafter``)
-        self._prepare(packing)
-
-    def _prepare(self, packing: str) -> None:
-        """Plain weight tensors for the step (q/k/v and gate/up fused: fewer, larger matmuls; no
-        module attribute is read in the step). The fp32 set's matrices are packed as ``packing``
-        resolves for them (:func:`~specgauge.engine.models.linear.choose_packing`)."""
-        head, mid = self.head, self.head.midlayer
-        attn, mlp = mid.self_attn, mid.mlp
-        with torch.no_grad():
-            self._qkv_w = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).detach()
-            self._gate_up_w = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
-        matrices = (head.fc.weight, self._qkv_w, attn.o_proj.weight, self._gate_up_w, mlp.down_proj.weight,
-                    head.lm_head.weight)
-        norms = tuple(n.weight for n in (mid.input_layernorm, mid.hidden_norm, mid.post_attention_layernorm,
-                                         head.norm))
-        self._embed_w = head.embed_tokens.weight
-        self._split = (attn.num_heads, attn.num_kv_heads, attn.head_dim)
-        self._eps = head.config.rms_norm_eps
-        # One-row passes (a chain step of a single request) run in the head's dtype (fp32 on CPU:
-        # its matrix-vector kernels are the fastest there); passes of several rows in the target's
-        # dtype when that differs (bf16 matmuls of 2+ rows are 2-4x faster than fp32 on CPU).
-        self.dtype = head.fc.weight.dtype
-        self._many_rows_dtype = self.target_dtype if self.target_dtype in (torch.bfloat16, torch.float16) else self.dtype
-        # fp32 norm weights are stored times sqrt(h) for ``_norm``'s cheaper form
-        scale = {dtype: head.config.hidden_size ** 0.5 if dtype == torch.float32 else 1.0
-                 for dtype in {self.dtype, self._many_rows_dtype}}
-        self.weight_packing = choose_packing(packing, self.device, torch.float32, matrices) \
-            if torch.float32 in scale else "none"
-        self._weight_sets = {
-            dtype: (tuple(pack(w.to(dtype), self.weight_packing if dtype == torch.float32 else "none") for w in matrices),
-                    tuple(w.to(dtype) * scale[dtype] for w in norms))
-            for dtype in scale}
-        self._norm_floor = (head.config.hidden_size * self._eps) ** 0.5
-        # The token half of the attention input, norm(embed(token)), depends on the token alone:
-        # one table row per token (the embeddings are frozen), looked up instead of normed each pass.
-        with torch.no_grad():
-            self._normed_embeds = {dtype: self._norm(self._embed_w.to(dtype), set_norms[0])
-                                   for dtype, (_, set_norms) in self._weight_sets.items()}
-        # cos and sin of every position the pool can hold (a request's positions each have a slot),
-        # (P, 1, D) each, sin signed for ``apply_rope_signed``: lookups, no bound check.
-        cos, sin = head.rope(torch.arange(self.blocks.num_blocks * self.blocks.block_size, device=self.device))
-        self._cos, self._signed_sin = cos.unsqueeze(1), signed_sin(sin).unsqueeze(1)
+        num_positions = blocks.num_blocks * blocks.block_size  # a request's positions each have a slot
+        head.prepare_for_inference(num_positions, dtype, packing)
         # target id of every draft id (``draft_to_target`` as one lookup)
-        self._target_ids = head.draft_to_target(torch.arange(head.config.draft_vocab_size, device=self.device))
-        self._positions = torch.arange(self.blocks.num_blocks * self.blocks.block_size, device=self.device)
-        self._causal = torch.zeros(0, 0, device=self.device)  # ``_causal_rows``' table, grown on demand
-
-    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """RMSNorm. fp32: ``weight`` (stored times sqrt(h)) · x / max(‖x‖, sqrt(h·eps)) — 3 ops
-        instead of ``F.rms_norm``'s ~8 on CPU, and equal to it but for where eps matters
-        (mean(x²) near eps); drafts need not be bit-exact. Otherwise HF's fp32-then-cast order."""
-        if x.dtype == torch.float32:
-            return x * (weight / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min_(self._norm_floor))
-        return weight * F.rms_norm(x.float(), weight.shape, None, self._eps).to(x.dtype)
-
-    def _cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and signed sin (…, 1, D) of ``positions`` (any shape) from the tables."""
-        flat = positions.reshape(-1)
-        shape = (*positions.shape, 1, self._cos.shape[-1])
-        return self._cos.index_select(0, flat).view(shape), self._signed_sin.index_select(0, flat).view(shape)
+        self._target_ids = head.draft_to_target(torch.arange(cfg.draft_vocab_size, device=device))
+        self._positions = torch.arange(num_positions, device=device)
+        self._causal = torch.zeros(0, 0, device=device)  # ``_causal_rows``' table, grown on demand
 
     def _causal_rows(self, first: int, count: int, keys: int) -> torch.Tensor:
         """Additive causal mask rows (count, keys) for query positions ``first``… of one sequence
@@ -213,87 +155,27 @@ class Eagle3Drafter:
             state = request.draft_state = EagleState()
         state.pending.append(features)
 
-    # -- the head's cached forward -----------------------------------------------------------
-    def _weights(self, rows: int):
-        """The weight set a pass of ``rows`` rows runs in, and its dtype."""
-        dtype = self.dtype if rows == 1 else self._many_rows_dtype
-        return dtype, self._weight_sets[dtype]
-
-    def _project(self, input_ids: torch.Tensor, features: torch.Tensor, fused: bool, cos: torch.Tensor,
-                 sin: torch.Tensor, dtype: torch.dtype, weights) -> tuple[torch.Tensor, ...]:
-        """The pass up to attention (``sin`` signed): feature (N, h), q (N, Hq, D), k and v (N, Hkv, D)."""
-        (fc_w, qkv_w, *_), (_, hidden_norm, *_) = weights
-        n_q, n_kv, d = self._split
-        feat = features.to(dtype) if fused else linear(features.to(dtype), fc_w)  # (N, h)
-        embeds = F.embedding(input_ids, self._normed_embeds[dtype])  # (N, h), normed
-        x = torch.cat([embeds, self._norm(feat, hidden_norm)], dim=-1)  # (N, 2h)
-        n = x.shape[0]
-        qkv = linear(x, qkv_w)  # (N, (Hq + 2 Hkv) D)
-        qk = apply_rope_signed(qkv[:, :(n_q + n_kv) * d].view(n, n_q + n_kv, d), cos, sin)
-        v = qkv[:, (n_q + n_kv) * d:].reshape(n, n_kv, d)  # (N, Hkv, D)
-        return feat, qk[:, :n_q], qk[:, n_q:], v
-
-    def _finish(self, feat: torch.Tensor, out: torch.Tensor, rows: torch.Tensor | None,
-                weights) -> tuple[torch.Tensor, torch.Tensor]:
-        """The pass after attention (``out`` (N, Hq·D)): output features (N, h) and draft logits
-        for ``rows`` (None: every row)."""
-        (_, _, o_w, gate_up_w, down_w, lm_w), (_, _, post_norm, final_norm) = weights
-        hidden = feat + linear(out.to(feat.dtype), o_w)  # (N, h)
-        gate, up = linear(self._norm(hidden, post_norm), gate_up_w).chunk(2, -1)  # (N, I) each
-        hidden = hidden + linear(F.silu(gate) * up, down_w)  # (N, h)
-        last = hidden if rows is None else hidden.index_select(0, rows)  # (M, h)
-        return hidden, linear(self._norm(last, final_norm), lm_w)  # (M, draft_vocab)
-
-    def forward(self, batch: ForwardBatch, features: torch.Tensor, fused: bool,
-                all_rows: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """One pass of the head over ``batch`` against its KV pool (writing the new K/V).
-
-        ``features`` (N, 3H) target features (``fused=False``: fc applies) or (N, h) features
-        the head produced itself. Returns its output features (N, h) and draft logits
-        (M, draft_vocab) for ``batch.logit_indices`` (every row when ``all_rows``).
-        """
-        dtype, weights = self._weights(batch.input_ids.shape[0])
-        cos, sin = self._cos_sin(batch.positions)  # (N, 1, D)
-        feat, q, k, v = self._project(batch.input_ids, features, fused, cos, sin, dtype, weights)
-        out = paged_attention(q, k, v, self.cache.k[0], self.cache.v[0], batch, self.cache.block_size,
-                              torch.float32)  # (N, Hq*D)
-        return self._finish(feat, out, None if all_rows else batch.logit_indices, weights)
-
-    def _one_sequence_batch(self, segment: Segment) -> ForwardBatch:
-        """:func:`layout` of one chain segment (a catch-up at one stream), from Python ints and
-        table views: 4 small tensors instead of :func:`layout`'s ~25 ops (150 µs alone)."""
-        table = self.blocks.table(segment.request_id).blocks
-        first, count = segment.context, len(segment.tokens)
-        slots = self.blocks.slots(segment.request_id, first, first + count)
-        mask = self._causal_rows(first, count, len(table) * self.blocks.block_size).unsqueeze(0).unsqueeze(0)  # (1, 1, T, Tk)
-        group = AttentionGroup(0, count, 1, count, torch.tensor([table], device=self.device), mask)
-        segment.offset, segment.logit_offset = 0, 0
-        return ForwardBatch(torch.tensor(segment.tokens, device=self.device), self._positions[first:first + count],
-                            torch.tensor(slots, device=self.device), [group],
-                            torch.tensor(segment.logit_rows, device=self.device))
-
     # -- drafting --------------------------------------------------------------------------
-    def propose(self, requests: list[Request], ks: list[int]) -> list[DraftTree]:
-        """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none)."""
+    def propose(self, requests: list[Request], ks: list[int]) -> Proposal:
+        """Draft trees for decoding requests (``ks``: drafts wanted per request, 0 = none), with
+        the draft pairs caught up first and the requests whose backlog was not worth it."""
         trees = [DraftTree.chain(())] * len(requests)
         active = [i for i, k in enumerate(ks) if k > 0 and self._worth_catching_up(requests[i])]
         chosen = set(active)
-        self.last_skipped = frozenset(requests[i].request_id for i, k in enumerate(ks) if k > 0 and i not in chosen)
+        skipped = frozenset(requests[i].request_id for i, k in enumerate(ks) if k > 0 and i not in chosen)
         # Catch-up forward over the pending pairs of the requests drafting now; one not drafting
         # this step keeps its backlog for a later one.
-        caught = self._catch_up([requests[i] for i in active])
+        caught, catch_up = self._catch_up([requests[i] for i in active])
         roots = {active[j]: root for j, root in caught.items()}
         active = [i for i in active if i in roots]
-        if not active:
-            return trees
-        if self.is_tree:
+        if active and self.is_tree:
             for i, tree in zip(active, self._tree([requests[i] for i in active], [roots[i] for i in active])):
                 trees[i] = tree
-        else:
+        elif active:
             for i, tree in zip(active, self._chain([requests[i] for i in active], [roots[i] for i in active],
                                                    [ks[i] for i in active])):
                 trees[i] = tree
-        return trees
+        return Proposal(tuple(trees), catch_up, skipped)
 
     @staticmethod
     def _worth_catching_up(request: Request) -> bool:
@@ -305,11 +187,12 @@ class Eagle3Drafter:
         left = request.params.max_tokens - len(request.output_ids)
         return state.num_pending <= max(CATCH_UP_MIN, CATCH_UP_PER_TOKEN_LEFT * left)
 
-    def _catch_up(self, requests: list[Request]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    def _catch_up(self, requests: list[Request]) -> tuple[dict[int, tuple[torch.Tensor, torch.Tensor]], int]:
         """Run pending pairs, at most ``catch_up_budget`` of them per step (smallest backlogs
         first, so a long backlog — a prompt, or an off period under load — is spread over steps
         instead of stalling one). Returns, for each request caught up completely, its last pair's
-        (feature (h,), logits (Vd,)); a request still behind drafts nothing this step."""
+        (feature (h,), logits (Vd,)) — a request still behind drafts nothing this step — and the
+        number of pairs run."""
         segments, feats, index, complete = [], [], [], []
         budget = self.catch_up_budget
         candidates = [(i, r) for i, r in enumerate(requests) if isinstance(r.draft_state, EagleState)
@@ -329,21 +212,18 @@ class Eagle3Drafter:
             state.pending = [pending[take:]] if take < pending.shape[0] else []
             index.append(i)
             complete.append(take == pending.shape[0])
-        self.last_catch_up = sum(len(seg.tokens) for seg in segments)
+        caught_up = sum(len(seg.tokens) for seg in segments)
         if not segments:
-            return {}
-        if len(segments) == 1 and segments[0].context > 0:
-            batch, flat = self._one_sequence_batch(segments[0]), feats[0]
-        else:  # several sequences, or a first catch-up (a fresh causal group)
-            batch = layout(segments, self.blocks, self.device)
-            flat = torch.cat([feats[j] for j in sorted(range(len(segments)), key=lambda j: segments[j].offset)])  # layout order
-        hidden, logits = self.forward(batch, flat, fused=False)
+            return {}, 0
+        layout = lay_out(segments, self.blocks, self.device, causal_rows=self._causal_rows)
+        flat = feats[0] if len(feats) == 1 else torch.cat(layout.in_layout_order(feats))  # (N, 3H)
+        hidden, logits = self.head.forward_cached(layout.batch, self.cache, flat, fused=False)
         out = {}
-        for seg, i, done in zip(segments, index, complete):
+        for seg, i, done, offset, row in zip(segments, index, complete, layout.offsets, layout.logit_offsets):
             requests[i].draft_state.draft_len += len(seg.tokens)
             if done:
-                out[i] = (hidden[seg.offset + len(seg.tokens) - 1], logits[seg.logit_offset])
-        return out
+                out[i] = (hidden[offset + len(seg.tokens) - 1], logits[row])
+        return out, caught_up
 
     def _stop_unsure(self, ks: list[int], live, logits: torch.Tensor, length: int) -> list[int]:
         """Cut at ``length`` the chains (``live``: their indices, rows of ``logits``) whose newest
@@ -398,7 +278,8 @@ class Eagle3Drafter:
         tables = [self.blocks.table(r.request_id).blocks for r in requests]
         width = max(len(t) for t in tables)
         table = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.long, device=self.device)
-        n_kv, d = self._split[1:]
+        cfg = self.head.config
+        n_kv, d = cfg.num_key_value_heads, cfg.head_size
         block = self.blocks.block_size
         pool_k = self.cache.k[0].view(-1, block, n_kv, d)
         pool_v = self.cache.v[0].view(-1, block, n_kv, d)
@@ -407,12 +288,12 @@ class Eagle3Drafter:
         if len(requests) == 1:  # one stream: views of the tables
             base = requests[0].draft_state.draft_len
             positions = self._positions[base:base + steps].unsqueeze(0)  # (1, S): step s at draft_len + s
-            cos, sin = self._cos[base:base + steps].unsqueeze(0), self._signed_sin[base:base + steps].unsqueeze(0)
+            cos, sin = (table.unsqueeze(0) for table in self.head.rope_span(base, steps))  # (1, S, 1, D)
             masks = self._causal_rows(base, steps, width * block).unsqueeze(0)  # (1, S, Tk)
         else:
             base = torch.tensor([r.draft_state.draft_len for r in requests], dtype=torch.long, device=self.device)
             positions = base.unsqueeze(1) + self._positions[:steps]  # (B, S): step s at draft_len + s
-            cos, sin = self._cos_sin(positions)  # (B, S, 1, D)
+            cos, sin = self.head.rope_cached(positions)  # (B, S, 1, D)
             masks = self._mask_past(positions, width * block)  # (B, S, Tk)
         return _Chain(keys.to(torch.float32), values.to(torch.float32), positions, cos, sin,
                       masks.unsqueeze(2).unsqueeze(2), self._positions[:len(requests)])
@@ -422,16 +303,8 @@ class Eagle3Drafter:
         """One chain step (0-based ``step``) of every live chain: a pass of the head over one token
         each, attending to the chain's gathered K/V, into which it writes its own. The pool is not
         written: past ``draft_len`` its draft K/V is scratch, and the next catch-up rewrites it."""
-        dtype, weights = self._weights(tokens.shape[0])
-        n_q, n_kv, _ = self._split
-        feat, q, k, v = self._project(tokens, features, True, chain.cos[:, step], chain.sin[:, step], dtype, weights)
-        where = (chain.rows, chain.positions[:, step])
-        chain.keys.index_put_(where, k.to(chain.keys.dtype))
-        chain.values.index_put_(where, v.to(chain.values.dtype))
-        out = F.scaled_dot_product_attention(q.unsqueeze(2).to(torch.float32), chain.keys.transpose(1, 2),
-                                             chain.values.transpose(1, 2), attn_mask=chain.masks[:, step],
-                                             enable_gqa=n_q != n_kv)  # (B, Hq, 1, D)
-        return self._finish(feat, out.reshape(tokens.shape[0], -1), None, weights)
+        return self.head.forward_gathered(tokens, features, chain.cos[:, step], chain.sin[:, step], chain.keys,
+                                          chain.values, (chain.rows, chain.positions[:, step]), chain.masks[:, step])
 
     def _tree(self, requests: list[Request], roots: list) -> list[DraftTree]:
         """Top-k expansion for ``num_steps`` depths, then the best ``max_drafts`` nodes."""
@@ -474,14 +347,14 @@ class Eagle3Drafter:
                                         [pos[c] for c in frontier_ids[r]], mask,
                                         [nodes[r][c].depth - 1 for c in ids]))
                 feats.append(torch.stack([parent_feature[(r, nodes[r][c].parent)] for c in ids]))
-            batch = layout(segments, self.blocks, self.device)
-            order = sorted(range(len(segments)), key=lambda j: segments[j].offset)  # layout order
-            hidden, logits = self.forward(batch, torch.cat([feats[j] for j in order]), fused=True)
+            layout = lay_out(segments, self.blocks, self.device)
+            hidden, logits = self.head.forward_cached(layout.batch, self.cache, torch.cat(layout.in_layout_order(feats)),
+                                                      fused=True)
             for r, seg in enumerate(segments):
-                rows = seg.logit_rows
-                frontier_logits[r] = logits[seg.logit_offset:seg.logit_offset + len(rows)]
+                rows, offset, first = seg.logit_rows, layout.offsets[r], layout.logit_offsets[r]
+                frontier_logits[r] = logits[first:first + len(rows)]
                 for c, row in zip(frontier_ids[r], rows):
-                    parent_feature[(r, c)] = hidden[seg.offset + row]
+                    parent_feature[(r, c)] = hidden[offset + row]
         return [self._select(n) for n in nodes]
 
     def _select(self, nodes: list[_Node]) -> DraftTree:
