@@ -199,3 +199,22 @@ def test_the_schedule_template_fills_a_real_specgauge_serve_command(tiny_model_d
             info = json.loads(response.read())
     assert info["speculative_num_steps"] == 4
     assert info["speculative_schedule"][:2] == [[1, 2, 1, 64, 3], [1, 2, 65, 2**31 - 1, 4]]
+
+
+def test_verify_warms_the_fresh_schedule_server_before_its_counted_rounds(tmp_path):
+    # the depth arms are warm from the measuring rounds; the schedule's server is new: one point at the
+    # highest concurrency runs on it first and is not counted
+    plain, fast = Script(chunk_delay_s=0.04, num_chunks=12), Script(chunk_delay_s=0.04, num_chunks=4, tokens_per_chunk=3)
+    with ScriptedServer(plain) as k0, ScriptedServer(fast) as k2, ScriptedServer(fast) as scheduled:
+        done = run_cli("tune", "--url", f"0={k0.url}", "--url", f"2={k2.url}", "--url", f"schedule={scheduled.url}",
+                       "--concurrency", "1,3", "--suite", "smoke", "--min-requests", "2", "--requests-per-user", "2",
+                       "--warmup", "1", "--max-rounds", "4", "--verify-rounds", "2",
+                       "--db", str(tmp_path / "t.db"), "--output-json", str(tmp_path / "tune.json"))
+        seen = len(scheduled.requests_seen)
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "tune.json").read_text())
+    assert document["schedule"]["max_depth"] == 2
+    per_round = (1 + 2) + (1 + 6)            # warm-up request + max(--min-requests, 2 x concurrency) at 1 and 3
+    assert seen == 2 * per_round + (1 + 6)   # the two counted rounds and the warm-up point at concurrency 3
+    assert len([p for p in document["verify_points"] if p["arm"] == "schedule"]) == 4
+    assert "warmed the schedule's server at 3" in done.stderr

@@ -360,6 +360,14 @@ async def _verify(plan: TunePlan, store: Store, result: TuneResult, arms: list[T
     else:
         with arms_up([schedule_arm], start_timeout_s=plan.start_timeout_s, announce=say) as more:
             up = {**urls, **more}
+            # the depth arms are warm from the measuring rounds, the schedule's server is fresh: one point
+            # at the highest concurrency of each band (the ramp and drain pass every batch size) warms it
+            # first, so the first verify round does not charge its cold start to the schedule; not counted
+            top = max(plan.concurrency)
+            suites = await prompts.for_server(up[schedule_arm.label])
+            for cell in (c for c in plan.cells() if c.concurrency == top):
+                warm = await _point(plan, store, schedule_arm.label, up[schedule_arm.label], cell, -1, suites)
+                say(f"verify: warmed the schedule's server at {cell_label(cell)} (run {warm.run_id}, not counted)")
             for round_number in range(plan.verify_rounds):
                 points += await _round(plan, store, verify_arms, plan.cells(), round_number, up, say, prompts)
     levels = verify_levels(points, [a.label for a in others], plan.cells(), plan.verify_rounds)
