@@ -159,7 +159,7 @@ def test_tune_on_launch_template_arms_verifies_the_schedule_command(tmp_path):
     assert done.returncode == 0, done.stderr
     document = json.loads((tmp_path / "tune.json").read_text())
     assert document["schedule"]["entries"] == [[1, 256, 2]]
-    launched = [json.loads(line) for line in record.read_text().splitlines()]
+    launched = [{k: v for k, v in json.loads(line).items() if k != "pid"} for line in record.read_text().splitlines()]
     # 2 rounds x 2 depths, then verify: the schedule command with the emitted schedule beside k=0 and k=2
     assert launched[-3:].count({"k": 2, "schedule": [[1, 256, 2]]}) == 1
     assert [v["concurrency"] for v in document["verify"]] == [1]
@@ -218,3 +218,35 @@ def test_verify_warms_the_fresh_schedule_server_before_its_counted_rounds(tmp_pa
     assert seen == 2 * per_round + (1 + 6)   # the two counted rounds and the warm-up point at concurrency 3
     assert len([p for p in document["verify_points"] if p["arm"] == "schedule"]) == 4
     assert "warmed the schedule's server at 3" in done.stderr
+
+
+def test_sigterm_stops_the_tune_and_every_server_it_started(tmp_path):
+    import os
+    import signal
+    import time
+
+    record = tmp_path / "launched.jsonl"
+    server = f"{sys.executable} {Path(__file__).with_name('depth_server.py')} --port {{port}} --record {record}"
+    slow = f"{server} --k {{k}}"
+    process = subprocess.Popen([sys.executable, "-m", "specgauge", "tune", "--launch-template", slow, "--depths", "0,2",
+                                "--concurrency", "1", "--suite", "smoke", "--min-requests", "400", "--no-verify",
+                                "--db", str(tmp_path / "t.db")], stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stderr:       # wait until the first server is up and measured
+            if "starting k=" in line:
+                break
+        while not record.exists():
+            time.sleep(0.05)
+        pid = json.loads(record.read_text().splitlines()[0])["pid"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    try:                                  # the tune stopped (and reaped) its launched server on the way out
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError("the launched server outlived the tune")

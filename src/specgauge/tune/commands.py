@@ -156,7 +156,7 @@ def tune_command(**options) -> None:
     if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
         raise UserError(f"--output-json {output_json}: no such directory {Path(output_json).parent}")
 
-    from specgauge.load.runner import run_async
+    from specgauge.load.stop_signals import run_stoppable
     from specgauge.store import Store
     from specgauge.suites.registry import load_suite
     from specgauge.tune.run import TunePlan, run_tune
@@ -172,7 +172,8 @@ def tune_command(**options) -> None:
                     schedule_template=schedule_template, schedule_url=schedule_url)
     say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
     with Store.open(options["db"]) as store:
-        result = run_async(run_tune(plan, store, say))
+        # SIGINT/SIGTERM cancel the tune: every server it started is stopped on the way out (exit 130/143)
+        result = run_stoppable(run_tune(plan, store, say))
     _emit(result, arms, algorithm, output_json, options["db"])
 
 
