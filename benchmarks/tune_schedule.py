@@ -99,7 +99,7 @@ def main() -> int:
     measured = document["measure_seconds"]
     verifying = sum(p["seconds"] for p in verify)
     print(f"schedule {document['schedule']['entries']}; best fixed depth {best}")
-    print(f"tuning: {wall:.0f} s wall; measuring {measured:.0f} s against {document['full_grid_seconds']:.0f} s "
+    print(f"tuning: {'(reused: not timed)' if args.reuse and args.keep else f'{wall:.0f} s wall'}; measuring {measured:.0f} s against {document['full_grid_seconds']:.0f} s "
           f"for the full grid (saved {1 - measured / document['full_grid_seconds']:.0%}); verifying {verifying:.0f} s")
     if not verify:
         print("no verification ran (the schedule is no speculation, or nothing was verified): "
