@@ -106,6 +106,12 @@ def _prompt_tokens(tokenizer, tokenizer_path: str, request: SuiteRequest, api: s
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
+def prompt_tokens_as_served(tokenizer, tokenizer_path: str, request: SuiteRequest, api: str, templated: bool) -> int:
+    """A request's prompt length in tokens as the server will see it (``templated``: the tokenizer
+    has a chat template) — the count the context check uses; ``tune --context-lengths`` bands by it."""
+    return _prompt_tokens(tokenizer, tokenizer_path, request, api, templated)
+
+
 def _fit_to_context(config: BenchConfig, suite: Suite, server: ServerModel, tokenizer_path: str | None,
                     work_dir: Path) -> tuple[Suite, int, list[str]]:
     """``suite`` less the requests that cannot fit the server's context; how many left, and notes."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Callable, Iterator, Literal
@@ -20,6 +21,9 @@ from specgauge.tune.choice import TunedSchedule
 
 ArmKind = Literal["engine", "command", "url"]
 SCHEDULE_ARM = "schedule"
+SCHEDULE_PLACEHOLDER = "{schedule}"
+# vLLM's speculative config as a launch template writes the depth as "num_speculative_tokens": {k}
+_VLLM_DEPTH = re.compile(r'"num_speculative_tokens"\s*:\s*\{k\}')
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,40 @@ def template_arm(depth: int, template: str, template_off: str | None) -> TuneArm
     except ValueError as exc:
         raise UserError(f"launch template {command!r}: cannot parse it ({exc})") from None
     return TuneArm(depth_label(depth), depth, "command", command.replace("{k}", str(depth)))
+
+
+def vllm_schedule_template(template: str) -> str | None:
+    """The schedule's launch command derived from a vLLM template, or None when ``template`` has no
+    ``"num_speculative_tokens": {k}``: the schedule goes beside it as
+    ``"num_speculative_tokens_per_batch_size": {schedule}`` (the field of vLLM's SpeculativeConfig,
+    vllm/config/speculative.py; its entries checked by vllm/v1/spec_decode/dynamic/utils.py
+    ``validate_and_normalize_dynamic_sd_schedule``), ``{k}`` then being the schedule's largest K,
+    which vLLM requires as ``num_speculative_tokens`` (> 0, the clamp of every K)."""
+    match = _VLLM_DEPTH.search(template)
+    if match is None:
+        return None
+    return (template[:match.end()] + ', "num_speculative_tokens_per_batch_size": ' + SCHEDULE_PLACEHOLDER
+            + template[match.end():])
+
+
+def check_schedule_template(template: str) -> None:
+    """A schedule launch command needs ``{port}`` and ``{schedule}`` and must parse as a shell line."""
+    for placeholder, what in (("{port}", "the port the server should listen on"),
+                              (SCHEDULE_PLACEHOLDER, "the schedule's JSON list")):
+        if placeholder not in template:
+            raise UserError(f"--launch-template-schedule {template!r}: must contain {placeholder} ({what})")
+    try:
+        shlex.split(template)
+    except ValueError as exc:
+        raise UserError(f"--launch-template-schedule {template!r}: cannot parse it ({exc})") from None
+
+
+def template_schedule_arm(schedule: TunedSchedule, template: str) -> TuneArm:
+    """The launch command running ``schedule``: ``{schedule}`` → its JSON list (compact: no spaces,
+    one shell word), ``{k}`` → its largest K."""
+    text = json.dumps(schedule.as_json_list(), separators=(",", ":"))
+    command = template.replace(SCHEDULE_PLACEHOLDER, text).replace("{k}", str(schedule.max_depth))
+    return TuneArm(SCHEDULE_ARM, None, "command", command)
 
 
 def url_arm(depth: int, url: str) -> TuneArm:

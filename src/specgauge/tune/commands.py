@@ -31,16 +31,33 @@ def _int_list(ctx, param, value):
 
 
 def _url_arms(ctx, param, values):
-    """``K=URL`` (repeatable) → {K: URL}."""
-    arms = {}
+    """``K=URL`` (repeatable) → {K: URL}; ``schedule=URL`` (a server running the schedule, for
+    --verify) under the key ``"schedule"``."""
+    arms: dict = {}
     for value in values:
         depth, sep, url = value.partition("=")
-        if not sep or not depth.strip().isdigit():
-            raise click.BadParameter(f"{value!r}: must be K=URL, e.g. 3=http://127.0.0.1:8003", ctx=ctx, param=param)
-        if int(depth) in arms:
-            raise click.BadParameter(f"depth {int(depth)} is given twice", ctx=ctx, param=param)
-        arms[int(depth)] = url.strip()
+        key = depth.strip()
+        if not sep or not (key.isdigit() or key == "schedule"):
+            raise click.BadParameter(f"{value!r}: must be K=URL or schedule=URL, e.g. 3=http://127.0.0.1:8003",
+                                     ctx=ctx, param=param)
+        key = int(key) if key.isdigit() else key
+        if key in arms:
+            raise click.BadParameter(f"{'depth ' if isinstance(key, int) else ''}{key} is given twice",
+                                     ctx=ctx, param=param)
+        arms[key] = url.strip()
     return arms
+
+
+def _context_bands(ctx, param, value):
+    """``1-128,129-384`` → ((1, 128), (129, 384)) (``tune.bands.parse_bands``)."""
+    if value is None or isinstance(value, tuple):
+        return value
+    from specgauge.tune.bands import parse_bands
+
+    try:
+        return parse_bands(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 @click.command("tune")
@@ -55,8 +72,19 @@ def _url_arms(ctx, param, values):
 @click.option("--launch-template", metavar="CMD", help="arms launched by a command with {k} and {port} "
                                                        "(vLLM, SGLang), one at a time")
 @click.option("--launch-template-off", metavar="CMD", help="the command for depth 0 (default: the template with k=0)")
+@click.option("--launch-template-schedule", metavar="CMD",
+              help="--verify of template arms: the command running the schedule, with {port}, {schedule} (its JSON "
+                   "list) and {k} (its largest K); default for a vLLM template: the template with "
+                   "\"num_speculative_tokens_per_batch_size\": {schedule} added to its --speculative-config")
 @click.option("--url", "urls", multiple=True, callback=_url_arms, metavar="K=URL",
-              help="an already running server of depth K (repeat for every depth)")
+              help="an already running server of depth K (repeat for every depth); schedule=URL: one running the "
+                   "schedule, for --verify")
+@click.option("--context-lengths", "bands", callback=_context_bands, metavar="LO-HI,...",
+              help="also measure at each prompt-length band (inclusive prompt tokens as served, e.g. 1-128,129-384): "
+                   "the suite's prompts of that length, else length-exact synthetic ones; the schedule gets vLLM's "
+                   "5-item context form")
+@click.option("--tokenizer", metavar="PATH", type=click.Path(exists=True, dir_okay=False), help="tokenizer.json counting prompt tokens for --context-lengths "
+                                                  "(default: the server's own)")
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--suite", default="mixed", show_default=True, help="prompt suite (name or .jsonl)")
 @click.option("--requests-per-user", type=click.IntRange(min=1), default=2, show_default=True,
@@ -82,24 +110,34 @@ def tune_command(**options) -> None:
     """Measure aggregate throughput per draft depth at each concurrency, choose the depth per level
     (the smallest within the noise of the best), and print the schedule for vLLM, SGLang and the
     embedded engine, verified."""
-    from specgauge.tune.arms import engine_arm, template_arm, url_arm
+    from specgauge.tune.arms import check_schedule_template, engine_arm, template_arm, url_arm, vllm_schedule_template
 
-    depths, urls = options["depths"], options["urls"]
+    depths, urls = options["depths"], dict(options["urls"])
+    schedule_url = urls.pop("schedule", None)
+    if schedule_url is not None and not urls:
+        raise click.UsageError("--url schedule=URL verifies URL arms: give the depths' servers too (--url K=URL)")
     sources = [name for name, given in (("--url", bool(urls)), ("--launch-template", options["launch_template"]),
                                         ("--engine-args", options["engine_args"])) if given]
     if len(sources) > 1:
         raise click.UsageError(f"give only one kind of arm: {', '.join(sources)}")
-    if options["launch_template_off"] and not options["launch_template"]:
-        raise click.UsageError("--launch-template-off needs --launch-template")
+    for option in ("launch_template_off", "launch_template_schedule"):
+        if options[option] and not options["launch_template"]:
+            raise click.UsageError(f"--{option.replace('_', '-')} needs --launch-template")
     if options["min_rounds"] > options["max_rounds"]:
         raise click.UsageError(f"--min-rounds {options['min_rounds']} exceeds --max-rounds {options['max_rounds']}")
     algorithm = options["algorithm"].upper()
+    schedule_template = None
     if urls:
         arms = tuple(url_arm(d, u) for d, u in sorted(urls.items()))
+        if schedule_url is not None:
+            url_arm(0, schedule_url)   # the same URL check, one line
     elif options["launch_template"]:
         if "{k}" not in options["launch_template"]:
             raise click.UsageError("--launch-template must contain {k} (the draft depth)")
         arms = tuple(template_arm(d, options["launch_template"], options["launch_template_off"]) for d in depths)
+        schedule_template = options["launch_template_schedule"] or vllm_schedule_template(options["launch_template"])
+        if schedule_template is not None:
+            check_schedule_template(schedule_template)
     else:
         arms = tuple(engine_arm(d, options["engine_args"], algorithm) for d in depths)
     if len(arms) < 2:
@@ -107,15 +145,18 @@ def tune_command(**options) -> None:
     if 0 not in {arm.depth for arm in arms}:
         raise click.UsageError("the depths must include 0 (no speculation): the schedule must never lose to it")
     verify = options["verify"]
+    can_verify = arms[0].kind == "engine" or schedule_template is not None or schedule_url is not None
     if verify is None:
-        verify = all(arm.kind == "engine" for arm in arms)
-    elif verify and any(arm.kind != "engine" for arm in arms):
-        raise click.UsageError("--verify runs the schedule on the embedded engine: use engine arms (--engine-args)")
+        verify = True   # where nothing can run the schedule, the tune says so in one line
+    elif verify and not can_verify:
+        raise click.UsageError("--verify needs an arm running the schedule: " + (
+            "--url schedule=URL (a server running it)" if urls else
+            "--launch-template-schedule CMD (with {port}, {schedule} and {k})"))
     output_json = options["output_json"]
     if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
         raise UserError(f"--output-json {output_json}: no such directory {Path(output_json).parent}")
 
-    from specgauge.load.runner import run_async
+    from specgauge.load.stop_signals import run_stoppable
     from specgauge.store import Store
     from specgauge.suites.registry import load_suite
     from specgauge.tune.run import TunePlan, run_tune
@@ -127,14 +168,16 @@ def tune_command(**options) -> None:
                     min_rounds=options["min_rounds"], max_rounds=options["max_rounds"], verify=verify,
                     verify_rounds=options["verify_rounds"], engine_args=options["engine_args"], algorithm=algorithm,
                     max_batch_size=options["max_batch_size"], start_timeout_s=options["start_timeout"],
-                    model=options["model"])
+                    model=options["model"], bands=options["bands"] or (), tokenizer=options["tokenizer"],
+                    schedule_template=schedule_template, schedule_url=schedule_url)
     say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
     from specgauge.tune.stored import plan_document, store_tune, tune_stopped_marked
 
     with Store.open(options["db"]) as store:
         tune_id = store.create_tune(plan_document(plan))
         with tune_stopped_marked(store, tune_id):
-            result = run_async(run_tune(plan, store, say))
+            # SIGINT/SIGTERM cancel the tune: every server it started is stopped on the way out (exit 130/143)
+            result = run_stoppable(run_tune(plan, store, say))
         settings = _settings(result, arms, algorithm)
         document = store_tune(store, tune_id, result, settings)
     _emit(result, settings, document, output_json, options["db"])

@@ -15,12 +15,17 @@ def _ratio(r: PairedRatio | None) -> str:
     return f"{r.ratio:.2f}x" if r.rounds < 2 else f"{r.ratio:.2f}x [{r.lo:.2f}, {r.hi:.2f}]"
 
 
+def _cell(concurrency: int, band: tuple[int, int] | None) -> str:
+    """``16`` or, with a context band, ``16@1-128`` (concurrency @ prompt tokens)."""
+    return str(concurrency) if band is None else f"{concurrency}@{band[0]}-{band[1]}"
+
+
 def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
     """The depth × concurrency table (ratio to the cell's best; * the chosen depth), the schedule,
     the settings, the measurement time and the verification."""
     lines = []
     depths = sorted({d.depth for c in result.choices for d in c.depths})
-    header = f"{'concurrency':>11}  " + "  ".join(f"{'k=' + str(d):>28}" for d in depths) + "  choice"
+    header = f"{'concurrency' if not result.band_suites else 'conc@tokens':>11}  " + "  ".join(f"{'k=' + str(d):>28}" for d in depths) + "  choice"
     lines += ["per depth: tok/s, ratio to the cell's best [95% interval], median TPOT (* chosen):", header]
     for choice in result.choices:
         cells = []
@@ -29,7 +34,7 @@ def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
             text = "-" if found is None else f"{found.throughput:.0f} {_ratio(found.to_best)}" + \
                 (f" {found.tpot_ms:.0f}ms" if found.tpot_ms else "")
             cells.append(f"{text + (' *' if depth == choice.chosen else ''):>28}")
-        lines.append(f"{choice.cell.concurrency:>11}  " + "  ".join(cells)
+        lines.append(f"{_cell(choice.cell.concurrency, choice.cell.band):>11}  " + "  ".join(cells)
                      + f"  k={choice.chosen} ({choice.rounds} rounds; {choice.why}"
                      + ("; UNCERTAIN" if choice.uncertain else "") + ")")
     lines.append(f"rule: the smallest depth whose interval reaches {1 - TOLERANCE:.2f}x of the best")
@@ -48,7 +53,7 @@ def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
                      f"schedule / the better of them per level:")
         for level in result.verify:
             figures = ", ".join(f"{label} {value:.0f}" for label, value in level.throughput.items())
-            lines.append(f"  c={level.concurrency}: {figures} tok/s; schedule / {level.best_other} = {_ratio(level.ratio)}")
+            lines.append(f"  c={_cell(level.concurrency, level.band)}: {figures} tok/s; schedule / {level.best_other} = {_ratio(level.ratio)}")
         worst = result.worst_verify_ratio
         if worst is not None:
             lines.append(f"worst ratio of the schedule to the per-level best: {_ratio(worst)}")

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from specgauge import __version__
 from specgauge.analysis.results import ServerSetting
 from specgauge.errors import UserError
+from specgauge.load.stop_signals import StoppedBySignal
 from specgauge.store import Store, StoreWriteError
 from specgauge.tune.heatmap import heat_map_document
 from specgauge.tune.render import result_document
@@ -37,7 +38,7 @@ def tune_stopped_marked(store: Store, tune_id: int) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+        interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError, StoppedBySignal))
         error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
         try:
             store.finish_tune(tune_id, status="interrupted" if interrupted else "failed", error=" ".join(error.split()))
