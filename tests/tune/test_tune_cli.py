@@ -252,6 +252,10 @@ def test_sigterm_stops_the_tune_and_every_server_it_started(tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
+    from specgauge.store import Store
+
+    with Store.open(tmp_path / "t.db", create=False) as store:   # stored as stopped by the user, not failed
+        assert [row.status for row in store.list_tunes()] == ["interrupted"]
     try:                                  # the tune stopped (and reaped) its launched server on the way out
         os.kill(pid, 0)
     except ProcessLookupError:
