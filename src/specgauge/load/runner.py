@@ -44,6 +44,7 @@ class PointOutcome:
     server_spec_before: dict | None       # raw snapshots the figures came from
     server_spec_after: dict | None
     model: str | None = None              # the model name sent (given or auto-detected)
+    workers: list[dict] = dataclasses.field(default_factory=list)  # one summary per worker of a split point
 
 
 def run_async(coro: Coroutine[object, object, T]) -> T:
