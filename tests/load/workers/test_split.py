@@ -63,3 +63,12 @@ def test_deal_and_placement_rules():
     assert not Placement(ray_address="auto").single_process
     with pytest.raises(UserError, match="--ray-address"):
         Placement(workers_per_node=2)
+
+
+def test_ray_address_without_ray_is_one_line_exit_2(cli_here, monkeypatch, tmp_path):
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)   # as if Ray were not installed
+    result = cli_here("bench", "http://127.0.0.1:1", "--ray-address", "auto", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "pip install 'specgauge[ray]'" in result.stderr and not (tmp_path / "r.db").exists()
+    result = cli_here("bench", "http://127.0.0.1:1", "--workers-per-node", "2", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 2 and "give --ray-address too" in result.stderr

@@ -82,6 +82,7 @@ async def run_point_on_workers(endpoint: Endpoint, suite: Suite, spec: PointSpec
              for share in shares]
     handles, probes = _start(tasks, placement)
     records: list[RequestRecord] = []
+    finished = False
     try:
         readies: list[WorkerReady] = await _all_ready(handles)
         if on_connections is not None:
@@ -96,8 +97,9 @@ async def run_point_on_workers(endpoint: Endpoint, suite: Suite, spec: PointSpec
             await asyncio.gather(*(handle.go() for handle in handles))
             reports = await _collect(handles, offsets, records, on_record)
             after = await scrape_spec_snapshot(session, endpoint.base_url, headers)
+        finished = True
     finally:
-        await asyncio.gather(*(handle.close(kill=True) for handle in handles), return_exceptions=True)
+        await asyncio.gather(*(handle.close(kill=not finished) for handle in handles), return_exceptions=True)
     windows = [(report.window_start_ns + offset, report.window_end_ns + offset)
                for report, offset in zip(reports, offsets)]
     summaries = [worker_summary(handle.name, ready, report, offset, go_ns,
