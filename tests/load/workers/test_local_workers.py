@@ -11,6 +11,8 @@ import pytest
 
 from specgauge.load.bench import RunStopped, resume_benchmark, run_benchmark
 from specgauge.load.bench_config import BenchConfig
+from specgauge.load.runner import run_async
+from specgauge.load.workers.local import PipeReader
 from specgauge.load.workers.protocol import WorkerLost
 from specgauge.load.workers.split import Placement
 from specgauge.report.progress import NullProgress
@@ -99,3 +101,24 @@ async def test_the_server_going_away_stops_a_split_point_like_one_process(tmp_pa
     assert "(on worker " in str(stopped.value)                       # which worker saw it
     assert 4 <= len(stored) < 200 and all(r.ok for r in stored)      # the outage's failures are not stored
     assert not multiprocessing.active_children()
+
+
+
+def test_a_message_larger_than_the_pipe_buffer_arrives_whole_and_the_pipe_stays_blocking():
+    # Reading a pipe through the event loop (add_reader) let uvloop make it non-blocking: a batch
+    # larger than the pipe's 64 KiB then failed half-read or half-written, and the worker was lost.
+    ours, theirs = multiprocessing.Pipe()
+    big = [f"record {i} " * 40 for i in range(5000)]   # ~2 MB pickled
+
+    async def receive_one():
+        reader = PipeReader(ours)
+        threading.Thread(target=theirs.send, args=(big,), daemon=True).start()
+        got = await reader.receive()
+        theirs.close()
+        with pytest.raises(EOFError):
+            await reader.receive()
+        return got
+
+    assert run_async(receive_one()) == big            # uvloop, as in the CLI and in every worker
+    assert os.get_blocking(ours.fileno())
+    ours.close()

@@ -3,8 +3,8 @@ pipe each. No Ray needed.
 
 The worker process ignores SIGINT (a Ctrl-C reaches the whole process group; the driver decides
 and stops the workers), runs its own event loop (uvloop when installed), and hands every message
-to a sender thread so that pickling and pipe writes never block its loop for long. The driver
-reads each pipe from its event loop (``add_reader``); a closed pipe is a dead worker.
+to a sender thread so that pickling and pipe writes never block its loop for long. Each end reads
+its pipe on a thread of its own (:class:`PipeReader`); a closed pipe is a dead worker.
 """
 
 from __future__ import annotations
@@ -47,29 +47,58 @@ def _send_all(conn: Connection, outbox: queue.SimpleQueue) -> None:
             return
 
 
-async def _receive(conn: Connection) -> Any:
-    """The next object on ``conn``, awaited on the event loop (EOFError once the other end closed)."""
-    if not conn.poll():
-        loop = asyncio.get_running_loop()
-        readable = loop.create_future()
-        loop.add_reader(conn.fileno(), lambda: readable.done() or readable.set_result(None))
-        try:
-            await readable
-        finally:
-            loop.remove_reader(conn.fileno())
-    return conn.recv()
+class PipeReader:
+    """Messages from ``conn`` read by a daemon thread and handed to the event loop.
+
+    The pipe is never given to the loop (``add_reader``): uvloop would make its descriptor
+    non-blocking, and a message larger than the pipe's buffer would then fail half-read."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._inbox: asyncio.Queue = asyncio.Queue()
+        threading.Thread(target=self._read_all, args=(conn,), daemon=True).start()
+
+    def _read_all(self, conn: Connection) -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                message = EOFError
+            try:
+                self._loop.call_soon_threadsafe(self._inbox.put_nowait, message)
+            except RuntimeError:  # the loop is closed: nobody listens any more
+                return
+            if message is EOFError:
+                return
+
+    async def receive(self) -> Any:
+        """The next message; :class:`EOFError` once the other end is closed."""
+        message = await self._inbox.get()
+        if message is EOFError:
+            self._inbox.put_nowait(EOFError)   # every later call sees the end too
+            raise EOFError
+        return message
+
+
+async def _order(orders: PipeReader) -> str:
+    """The driver's next order (``go`` or ``stop``); ``stop`` when the driver is gone."""
+    try:
+        return (await orders.receive())[0]
+    except EOFError:
+        return "stop"
 
 
 async def _serve(conn: Connection, task: WorkerTask, outbox: queue.SimpleQueue) -> None:
     worker = PointWorker(task)
     index = task.share.worker
+    orders = PipeReader(conn)
     try:
         outbox.put(("ready", await worker.prepare()))
-        if (await _receive(conn))[0] != "go":
+        if await _order(orders) != "go":
             outbox.put(("stopped", None))
             return
         measuring = asyncio.ensure_future(worker.measure())
-        stop_asked = asyncio.ensure_future(_receive(conn))
+        stop_asked = asyncio.ensure_future(_order(orders))
         while not measuring.done():
             try:
                 await asyncio.wait_for(worker.new_records.wait(), BATCH_INTERVAL_S)
@@ -91,8 +120,6 @@ async def _serve(conn: Connection, task: WorkerTask, outbox: queue.SimpleQueue) 
         if worker.buffer:
             outbox.put(("records", worker.take()))
         outbox.put(("done", measuring.result()))
-    except (EOFError, OSError):  # the driver went away
-        return
     except BaseException as exc:  # noqa: BLE001 — every failure goes to the driver as one message
         if worker.buffer:
             outbox.put(("records", worker.take()))
@@ -112,12 +139,15 @@ class LocalWorker:
                                        name=f"specgauge-{self.name.replace(' ', '-').replace('/', '-of-')}")
         self.process.start()
         child.close()
+        self._reader: PipeReader | None = None   # made on the first receive (it needs the running loop)
         self.name = f"{self.name} (pid {self.process.pid})"
 
     async def receive(self) -> tuple[str, Any]:
+        if self._reader is None:
+            self._reader = PipeReader(self._conn)
         try:
-            return await _receive(self._conn)
-        except (EOFError, OSError):
+            return await self._reader.receive()
+        except EOFError:
             await asyncio.get_running_loop().run_in_executor(None, self.process.join, 5.0)
             code = self.process.exitcode
             detail = "killed by signal %d" % -code if code is not None and code < 0 else f"exit code {code}"
