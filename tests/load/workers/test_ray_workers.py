@@ -4,7 +4,11 @@ down. Ray is an optional extra of specgauge but part of the ``test`` extra: here
 
 from __future__ import annotations
 
+import json
 import os
+import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -95,3 +99,24 @@ async def test_two_nodes_one_actor_each(two_node_cluster, tmp_path, plan_and_tru
     (point,) = summary.points
     assert [w["requests"] for w in point.aggregate.workers] == [12, 12]
     assert len({w["pid"] for w in point.aggregate.workers}) == 2
+
+
+def test_the_cli_joins_a_running_cluster(two_node_cluster, tmp_path):
+    with ScriptedServer(Script(num_chunks=3)) as srv:
+        result = subprocess.run(
+            [sys.executable, "-m", "specgauge", "bench", srv.url, "--concurrency", "4", "--num-requests", "12",
+             "--ray-address", two_node_cluster.address, "--workers-per-node", "1", "--output-json", "-",
+             "--db", str(tmp_path / "r.db")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (point,) = json.loads(result.stdout)["points"]
+    assert point["num_ok"] == 12 and len(point["workers"]) == 2
+
+
+def test_an_address_nobody_listens_on_is_one_line(cli_here, tmp_path):
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with ScriptedServer(Script(num_chunks=3)) as srv:
+        result = cli_here("bench", srv.url, "--ray-address", f"127.0.0.1:{port}", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in result.stderr

@@ -38,6 +38,10 @@ def placement_from(options: dict):
     address = options.get("ray_address")
     if address is not None and importlib.util.find_spec("ray") is None:
         raise click.UsageError("--ray-address needs Ray, which is not installed: pip install 'specgauge[ray]'")
+    if address is not None:   # a HOST:PORT nobody listens on: one line before any run is created
+        from specgauge.load.workers.ray_backend import check_reachable
+
+        check_reachable(address)
     try:
         return Placement(workers=options.get("workers") or 1, ray_address=address,
                          workers_per_node=options.get("workers_per_node"))

@@ -11,6 +11,7 @@ send and event-loop lag. specgauge (the same version) must be installed on every
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from typing import Any
 
@@ -22,6 +23,7 @@ from specgauge.load.workers.worker import WorkerTask
 
 ACTOR_NAME_PREFIX = "specgauge-worker"
 CLOSE_TIMEOUT_S = 10.0
+REACH_TIMEOUT_S = 5.0
 
 
 def _ray():
@@ -37,11 +39,24 @@ def connect(address: str):
     is in) unless this process is connected already."""
     ray = _ray()
     if not ray.is_initialized():
+        check_reachable(address)
         try:
             ray.init(address=address, log_to_driver=False, logging_level="warning")
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise UserError(f"cannot connect to the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
     return ray
+
+
+def check_reachable(address: str) -> None:
+    """One line when a ``HOST:PORT`` address does not accept a connection (Ray itself would retry
+    for minutes); ``auto`` and ``ray://`` addresses are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        raise UserError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
 def alive_nodes(ray) -> list[str]:
