@@ -1,8 +1,8 @@
 """Run one load point: warm the pool, warm up, measure a window, diff the server's counters.
 
-The measured window is executed by :func:`execute_plan` over a list of planned slots — the seam
-for splitting one point over several worker processes later (each would run a subset of the slots
-on its own session and return its records). Today one process runs them all.
+The measured window is executed by :func:`execute_plan` over a list of planned slots. Here one
+process runs them all; with ``--workers``/``--ray-address`` each worker runs its share of the slots
+through the same :func:`execute_plan` (:mod:`specgauge.load.workers`).
 """
 
 from __future__ import annotations
