@@ -87,9 +87,12 @@ class PointAggregate:
     token_count_source: str | None = None        # the one source, or "mixed"
     token_count_sources: dict[str, int] = field(default_factory=dict)
     load_warnings: list[str] = field(default_factory=list)   # what limited the point besides its setting
+    workers: list[dict[str, Any]] = field(default_factory=list)  # a split point: one summary per worker
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        if not self.workers:  # a one-process point stores what it always stored
+            del data["workers"]
         for name in SUMMARY_FIELDS:
             data[name] = getattr(self, name).to_dict()
         return data

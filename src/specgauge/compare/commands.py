@@ -14,6 +14,7 @@ from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
 from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
+from specgauge.load.workers.options import placement_from, placement_options
 
 EXIT_REGRESSION = 1
 
@@ -202,6 +203,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
 @compare_peer_options
 @click.option("--resume", metavar="CID", help="finish comparison CID (e.g. c3) that stopped, with its stored plan")
+@placement_options
 def compare_command(**options) -> None:
     """Compare a baseline arm with a speculative arm on the same prompts: single stream per domain,
     then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation."""
@@ -272,7 +274,7 @@ def compare_command(**options) -> None:
     check_result_paths(options["result_filename"])
     if Path(options["db"]).exists():
         Store.open(options["db"], create=False).close()
-    result = _run_compare(plan, options["db"], options["verify"])
+    result = _run_compare(plan, options["db"], options["verify"], placement=placement_from(options))
     if options["verify"]:
         _say_if_nothing_verified(result)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
@@ -292,7 +294,8 @@ def _resume(options: dict, api_key: str | None) -> None:
     if options["verify"]:
         _check_verify(plan.speculative)
     _check_outputs(options["output_json"], options["output_dir"])
-    result = _run_compare(plan, options["db"], options["verify"], resume_id=comparison_id)
+    result = _run_compare(plan, options["db"], options["verify"], resume_id=comparison_id,
+                          placement=placement_from(options))
     if options["verify"]:
         _say_if_nothing_verified(result)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
@@ -320,18 +323,19 @@ def _say_if_nothing_verified(result) -> None:
     click.echo(f"--verify: nothing to verify: {why}", err=True)
 
 
-def _run_compare(plan, db: str, verify: bool, *, resume_id: int | None = None):
+def _run_compare(plan, db: str, verify: bool, *, resume_id: int | None = None, placement=None):
     """Run (or finish) a comparison; a stopped one ends in one line naming the resume command."""
     from specgauge.compare.orchestrate import ComparisonStopped
 
     try:
-        return _run(_compare(plan, db, verify, resume_id=resume_id))
+        return _run(_compare(plan, db, verify, resume_id=resume_id, placement=placement))
     except ComparisonStopped as stopped:   # an arm's server stopped answering (exit 3), a full store (4)
         raise stopped.with_resume(f"specgauge compare --resume c{stopped.comparison_id} --db {db}") from None
 
 
-async def _compare(plan, db: str, verify: bool, *, resume_id: int | None = None):
+async def _compare(plan, db: str, verify: bool, *, resume_id: int | None = None, placement=None):
     from specgauge.compare.orchestrate import run_comparison
+    from specgauge.load.workers.split import Placement
     from specgauge.compare.progress import ComparisonProgress
     from specgauge.compare.verify import verify_threshold
     from specgauge.store import Store
@@ -345,7 +349,7 @@ async def _compare(plan, db: str, verify: bool, *, resume_id: int | None = None)
     progress = ComparisonProgress()
     try:
         with Store.open(db) as store:
-            result = await run_comparison(plan, store, progress, resume_id=resume_id,
+            result = await run_comparison(plan, store, progress, resume_id=resume_id, placement=placement or Placement(),
                                           on_stage=lambda text: progress.console.print(f"[bold]{text}"))
             if verify:
                 result = await verify_threshold(plan, store, result, progress,

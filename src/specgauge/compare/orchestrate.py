@@ -27,6 +27,7 @@ from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
 from specgauge.compare.speculation_setup import speculation_setup
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, RunStopped, close_run, open_run, reopen_run, run_point_at
+from specgauge.load.workers.split import Placement
 from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import Store, StoreWriteError
 from specgauge.suites.registry import load_suite
@@ -88,6 +89,7 @@ class _Ledger:
     runs: dict[tuple[str, str], list[int]] = dataclasses.field(default_factory=dict)
     urls: dict[str, str] = dataclasses.field(default_factory=dict)
     existing: dict[tuple[str, str, int], int] = dataclasses.field(default_factory=dict)
+    placement: Placement = Placement()   # where each run's load is generated (--workers, --ray-address)
 
     def add(self, store: Store, comparison_id: int, stage: str, arm: str, round_number: int, run_id: int) -> None:
         store.link_comparison_run(comparison_id, run_id, arm=arm, stage=stage, round=round_number)
@@ -104,11 +106,12 @@ class _Ledger:
         stage_progress = StageProgress(progress, arm, stage.name, phase)
         run_id = self.existing.get((stage.name, arm, round_number))
         if run_id is None:
-            run = await open_run(plan.bench_config(stage, url), store, stage_progress)
+            run = await open_run(plan.bench_config(stage, url), store, stage_progress, placement=self.placement)
             self.add(store, comparison_id, stage.name, arm, round_number, run.run_id)
             return run
         self.runs.setdefault((stage.name, arm), []).append(run_id)
-        return await reopen_run(run_id, store, stage_progress, url=url, api_key=plan.api_key)
+        return await reopen_run(run_id, store, stage_progress, url=url, api_key=plan.api_key,
+                                placement=self.placement)
 
 
 @dataclasses.dataclass
@@ -188,7 +191,7 @@ async def _run_all_points(run: OpenRun) -> None:
 async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgress | None = None, *,
                          log_dir: Path | None = None,
                          on_stage: Callable[[str], None] | None = None, phase: str = "",
-                         resume_id: int | None = None) -> CompareResult:
+                         resume_id: int | None = None, placement: Placement = Placement()) -> CompareResult:
     """Run ``plan`` against its two arms, store every run and the comparison, return the result.
 
     ``phase``: a word that prefixes every progress label and stage heading (``verify``).
@@ -206,7 +209,7 @@ async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgres
     stages = plan.stages()
     suites = {s.name: load_suite(s.suite) for s in stages}   # unknown suites fail before anything starts
     specs = [plan.baseline.spec(), plan.speculative.spec()]
-    ledger = _Ledger()
+    ledger = _Ledger(placement=placement)
     if resume_id is None:
         comparison_id = store.create_comparison(plan.model_dump(mode="json"))
     else:

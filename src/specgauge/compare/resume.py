@@ -13,7 +13,8 @@ import click
 from specgauge.errors import UserError
 
 # Options a resumed comparison may take; every other one is part of the stored plan.
-RESUME_OPTIONS = frozenset({"resume", "db", "api_key", "output_json", "output_dir", "verify"})
+RESUME_OPTIONS = frozenset({"resume", "db", "api_key", "output_json", "output_dir", "verify",
+                            "workers", "ray_address", "workers_per_node"})  # where the load runs: any
 _COMPARISON_ID = re.compile(r"^c?(\d+)$")
 
 

@@ -22,6 +22,7 @@ from specgauge.errors import UserError
 from specgauge.load.bench_config import REDACTED, BenchConfig
 from specgauge.load.plan import Endpoint, PointSpec
 from specgauge.load.runner import PointOutcome, run_point
+from specgauge.load.workers.split import Placement
 from specgauge.report.formatting import describe_point
 from specgauge.load.workload import prepare_workload
 from specgauge.report.progress import BenchProgress, NullProgress
@@ -68,8 +69,10 @@ class RunStopped(UserError):
         """This error as one line ending in the command (``specgauge bench --resume 3 --db r.db``)
         that finishes the run, with the exit code kept."""
         from specgauge.load.outage import ServerDown
+        from specgauge.load.workers.protocol import WorkerLost
 
         when = "when the server answers again" if isinstance(self.cause, ServerDown) else \
+            "once the worker's machine is back (or with fewer workers)" if isinstance(self.cause, WorkerLost) else \
             "once the store can be written (free space, or move the file)"
         error = UserError(f"{self}; {when}, finish it with: {command}")
         error.exit_code = self.exit_code
@@ -112,15 +115,17 @@ def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
                     headers=config.headers, tokenizer_path=config.tokenizer_path)
 
 
-async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgress | None = None) -> RunSummary:
-    """Run every point of ``config`` against its server, storing each request as it finishes.
+async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgress | None = None, *,
+                        placement: Placement = Placement()) -> RunSummary:
+    """Run every point of ``config`` against its server, storing each request as it finishes;
+    ``placement`` says where the load runs (this process by default; worker processes or Ray actors).
 
     Raises :class:`UserError` before anything is stored when the suite is unknown, the server
     cannot be reached or the workload cannot be sent as asked (:mod:`specgauge.load.workload`).
     """
-    run = await open_run(config, store, progress)
+    run = await open_run(config, store, progress, placement=placement)
     try:
-        return await _run_points(run.run_id, store, run.endpoint, run.suite, run.config, run.progress)
+        return await _run_points(run.run_id, store, run.endpoint, run.suite, run.config, run.progress, placement)
     finally:
         store.release_run(run.run_id)
 
@@ -137,9 +142,11 @@ class OpenRun:
     suite: Suite
     config: BenchConfig
     progress: BenchProgress
+    placement: Placement = Placement()
 
 
-async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | None = None) -> OpenRun:
+async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | None = None, *,
+                   placement: Placement = Placement()) -> OpenRun:
     """Create the run of ``config`` and its pending points without running any of them.
 
     Same checks as :func:`run_benchmark` (suite known, server reachable) before anything is stored.
@@ -165,14 +172,14 @@ async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | 
     store.claim_run(run_id)
     store.add_points(run_id, [dataclasses.asdict(spec) for spec in specs])
     progress.run_started(run_id, len(specs), resumed=False)
-    return OpenRun(run_id, store, endpoint, suite, config, progress)
+    return OpenRun(run_id, store, endpoint, suite, config, progress, placement)
 
 
 async def run_point_at(run: OpenRun, point_index: int) -> PointResult:
     """Run one pending point of an :class:`OpenRun`; a failure or interruption marks the run so."""
     point = next(p for p in run.store.get_points(run.run_id) if p.point_index == point_index)
     try:
-        await _run_point(run.store, point, run.endpoint, run.suite, run.config, run.progress)
+        await _run_point(run.store, point, run.endpoint, run.suite, run.config, run.progress, run.placement)
     except BaseException as exc:
         stopped = _stop_run(run.store, run.run_id, run.progress, exc, point)
         if stopped is exc:
@@ -194,7 +201,8 @@ def close_run(run: OpenRun) -> RunSummary:
 
 async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | None = None, *,
                            api_key: str | None = None,
-                           headers: tuple[tuple[str, str], ...] = ()) -> RunSummary:
+                           headers: tuple[tuple[str, str], ...] = (),
+                           placement: Placement = Placement()) -> RunSummary:
     """Finish run ``run_id`` with the config it was started with: unfinished points run, and a
     partial point runs only its missing request indices (same seed, same prompt order).
 
@@ -204,7 +212,7 @@ async def resume_benchmark(run_id: int, store: Store, progress: BenchProgress | 
     run = store.get_run(run_id)
     store.claim_run(run_id)  # a second process resuming the same run refuses here, before sending anything
     try:
-        return await _resume_claimed(run, store, progress, api_key=api_key, headers=headers)
+        return await _resume_claimed(run, store, progress, api_key=api_key, headers=headers, placement=placement)
     finally:
         store.release_run(run_id)
 
@@ -225,7 +233,8 @@ def _restore_run(run: RunRow, *, api_key: str | None, headers: tuple[tuple[str, 
 
 
 async def reopen_run(run_id: int, store: Store, progress: BenchProgress | None = None, *, url: str | None = None,
-                     api_key: str | None = None, headers: tuple[tuple[str, str], ...] = ()) -> OpenRun:
+                     api_key: str | None = None, headers: tuple[tuple[str, str], ...] = (),
+                     placement: Placement = Placement()) -> OpenRun:
     """Run ``run_id`` as an :class:`OpenRun` again (``compare --resume``), claimed by this process:
     :func:`run_point_at` finishes its unfinished points. ``url`` replaces the stored one (a
     launched arm listens on a new port)."""
@@ -238,11 +247,11 @@ async def reopen_run(run_id: int, store: Store, progress: BenchProgress | None =
         await check_reachable(endpoint)
         store.set_run_status(run_id, "running")
     progress.run_started(run_id, len(points), resumed=True)
-    return OpenRun(run_id, store, endpoint, suite, config, progress)
+    return OpenRun(run_id, store, endpoint, suite, config, progress, placement)
 
 
 async def _resume_claimed(run: RunRow, store: Store, progress: BenchProgress, *, api_key: str | None,
-                          headers: tuple[tuple[str, str], ...]) -> RunSummary:
+                          headers: tuple[tuple[str, str], ...], placement: Placement) -> RunSummary:
     run_id = run.id
     config, suite, endpoint = _restore_run(run, api_key=api_key, headers=headers)
     points = store.get_points(run_id)
@@ -253,7 +262,7 @@ async def _resume_claimed(run: RunRow, store: Store, progress: BenchProgress, *,
         return _summary(run_id, "done", store.get_points(run_id))
     await check_reachable(endpoint)
     store.set_run_status(run_id, "running")
-    return await _run_points(run_id, store, endpoint, suite, config, progress)
+    return await _run_points(run_id, store, endpoint, suite, config, progress, placement)
 
 
 def _restore_config(stored: dict, *, api_key: str | None, headers: tuple[tuple[str, str], ...]) -> BenchConfig:
@@ -283,12 +292,12 @@ def resumable_by_index(spec: PointSpec) -> bool:
 
 
 async def _run_points(run_id: int, store: Store, endpoint: Endpoint, suite: Suite, config: BenchConfig,
-                      progress: BenchProgress) -> RunSummary:
+                      progress: BenchProgress, placement: Placement = Placement()) -> RunSummary:
     point = None
     try:
         for point in store.get_points(run_id):
             if point.status != "done":
-                await _run_point(store, point, endpoint, suite, config, progress)
+                await _run_point(store, point, endpoint, suite, config, progress, placement)
         store.set_run_status(run_id, "done")
     except BaseException as exc:
         stopped = _stop_run(store, run_id, progress, exc, point)
@@ -300,7 +309,7 @@ async def _run_points(run_id: int, store: Store, endpoint: Endpoint, suite: Suit
 
 
 async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: Suite, config: BenchConfig,
-                     progress: BenchProgress) -> None:
+                     progress: BenchProgress, placement: Placement = Placement()) -> None:
     spec = PointSpec(**point.spec)
     stored = store.measured_indices(point.id)
     if stored and not resumable_by_index(spec):
@@ -319,8 +328,15 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
     outcome = None
     if spec.num_requests is None or len(stored) < spec.num_requests:
         try:
-            outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored,
-                                      on_connections=getattr(progress, "connections_opened", None))
+            on_connections = getattr(progress, "connections_opened", None)
+            if placement.single_process:
+                outcome = await run_point(endpoint, suite, spec, on_record=on_record, skip_request_indices=stored,
+                                          on_connections=on_connections)
+            else:
+                from specgauge.load.workers.driver import run_point_on_workers
+
+                outcome = await run_point_on_workers(endpoint, suite, spec, placement, on_record=on_record,
+                                                     skip_request_indices=stored, on_connections=on_connections)
         finally:
             writer.flush()
         store.checkpoint()  # between points, never inside a measured window
@@ -360,6 +376,11 @@ def _aggregate_stored(store: Store, point_id: int, outcome: PointOutcome | None,
         spec, records, send_lag_p50_ms=aggregate.send_lag_ms.p50, send_lag_p99_ms=aggregate.send_lag_ms.p99,
         achieved_concurrency=aggregate.achieved_concurrency, window_s=aggregate.window_s,
         e2e_p50_ms=aggregate.e2e_ms.p50))
+    if outcome is not None and outcome.workers:
+        from specgauge.load.workers.report import worker_warnings
+
+        aggregate = dataclasses.replace(aggregate, workers=outcome.workers,
+                                        load_warnings=[*aggregate.load_warnings, *worker_warnings(outcome.workers)])
     if resumed and aggregate.server_spec is not None:
         aggregate = dataclasses.replace(
             aggregate, server_spec={**aggregate.server_spec, "covers": "the last segment of a resumed point only"})

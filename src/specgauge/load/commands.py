@@ -14,6 +14,7 @@ import click
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
 from specgauge.load.peer_flags import PEER_RUN_OPTIONS, PeerFlagsCommand, peer_options
+from specgauge.load.workers.options import placement_from, placement_options
 from specgauge.output_paths import check_output_file
 
 DB_OPTION_HELP = "results store (an SQLite file)"
@@ -124,6 +125,7 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.option("--output-json", metavar="FILE", help="write the run as JSON ('-' for stdout)")
 @click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
 @click.option("--resume", "resume_run_id", type=int, metavar="RUN_ID", help="finish an interrupted run")
+@placement_options
 @peer_options
 @click.pass_context
 def bench_command(ctx: click.Context, **options) -> None:
@@ -135,10 +137,11 @@ def bench_command(ctx: click.Context, **options) -> None:
 
     headers = _parse_headers(options["headers"])
     check_output_file(options["output_json"], "--output-json")   # before anything runs, not after
+    placement = placement_from(options)
     if options["resume_run_id"] is not None:
-        work = _prepare_resume(ctx, options, headers)
+        work = _prepare_resume(ctx, options, headers, placement)
     else:
-        work = _prepare_new_run(options, headers)
+        work = _prepare_new_run(options, headers, placement)
     try:
         summary, store_path = run_stoppable(work)  # SIGINT/SIGTERM: the run is marked interrupted, exit 130/143
     except RunStopped as stopped:  # the server stopped answering (exit 3), the store is full (4)
@@ -174,7 +177,7 @@ def _peer_results(store, run_id: int, options: dict, *, to_stderr: bool) -> None
         click.echo(f"wrote {path}", err=to_stderr)
 
 
-def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
+def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...], placement):
     """Validate a new run's options (no file created, nothing sent); the coroutine that runs it."""
     from pydantic import ValidationError
 
@@ -207,10 +210,10 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...]):
     db = options["db"]
     if Path(db).exists():  # a bad --db file fails before the server is contacted
         Store.open(db, create=False).close()
-    return _checked_run(config, db)
+    return _checked_run(config, db, placement)
 
 
-def _prepare_resume(ctx: click.Context, options: dict, headers: tuple[tuple[str, str], ...]):
+def _prepare_resume(ctx: click.Context, options: dict, headers: tuple[tuple[str, str], ...], placement):
     """Check a ``--resume`` is well formed and its run exists; the coroutine that finishes it."""
     from specgauge.store import Store
 
@@ -227,10 +230,10 @@ def _prepare_resume(ctx: click.Context, options: dict, headers: tuple[tuple[str,
     from specgauge.load.plan import PointSpec
 
     check_capacity(PointSpec(**spec) for spec in specs)
-    return _resume(run_id, db, options["api_key"], headers)
+    return _resume(run_id, db, options["api_key"], headers, placement)
 
 
-async def _checked_run(config, db: str):
+async def _checked_run(config, db: str, placement):
     """Check the server answers before the store file is created, then run the sweep."""
     from specgauge.client.endpoint import Endpoint
     from specgauge.client.probe import check_reachable
@@ -243,16 +246,17 @@ async def _checked_run(config, db: str):
     await check_reachable(probe)
     config = await prepare_workload(config, probe, Path(db).resolve().parent)  # refusals: before the store exists
     with Store.open(db) as store:
-        return await run_benchmark(config, store, RichProgress(db=db)), store.path
+        return await run_benchmark(config, store, RichProgress(db=db), placement=placement), store.path
 
 
-async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tuple[str, str], ...]):
+async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tuple[str, str], ...], placement):
     from specgauge.load.bench import resume_benchmark
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
     with Store.open(db, create=False) as store:
-        return await resume_benchmark(run_id, store, RichProgress(db=db), api_key=api_key, headers=headers), store.path
+        return await resume_benchmark(run_id, store, RichProgress(db=db), api_key=api_key, headers=headers,
+                                      placement=placement), store.path
 
 
 @click.command("runs")

@@ -1,7 +1,7 @@
 """What one load point sends, and when: frozen specs and deterministic schedules.
 
 A point's load is a plan — a list of ``(request_index, prompt_index, offset_s)`` items — so it can
-later be split over several worker processes (each runs a subset of the items and returns records).
+be split over worker processes or Ray actors (:mod:`specgauge.load.workers.split`).
 """
 
 from __future__ import annotations

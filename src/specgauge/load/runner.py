@@ -1,8 +1,8 @@
 """Run one load point: warm the pool, warm up, measure a window, diff the server's counters.
 
-The measured window is executed by :func:`execute_plan` over a list of planned slots — the seam
-for splitting one point over several worker processes later (each would run a subset of the slots
-on its own session and return its records). Today one process runs them all.
+The measured window is executed by :func:`execute_plan` over a list of planned slots. Here one
+process runs them all; with ``--workers``/``--ray-address`` each worker runs its share of the slots
+through the same :func:`execute_plan` (:mod:`specgauge.load.workers`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class PointOutcome:
     server_spec_before: dict | None       # raw snapshots the figures came from
     server_spec_after: dict | None
     model: str | None = None              # the model name sent (given or auto-detected)
+    workers: list[dict] = dataclasses.field(default_factory=list)  # one summary per worker of a split point
 
 
 def run_async(coro: Coroutine[object, object, T]) -> T:

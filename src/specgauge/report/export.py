@@ -78,6 +78,8 @@ def point_document(point: PointRow) -> dict[str, Any]:
     doc["server_spec"] = agg.get("server_spec")
     doc["token_count_source"] = agg.get("token_count_source")
     doc["load_warnings"] = agg.get("load_warnings") or []
+    if agg.get("workers"):   # a point split over workers (docs/bench.md); absent for one process
+        doc["workers"] = agg["workers"]
     return doc
 
 

@@ -153,7 +153,22 @@ def run_notes(run: RunRow, points: list[PointRow]) -> list[str]:
         lines.append("note: ignore_eos on: every request was asked to generate all its max_tokens")
     lines += [f"warning: {describe_point(point.spec)}: {warning}" for point in points
               for warning in (point.aggregates or {}).get("load_warnings") or ()]
+    lines += [f"note: {describe_point(point.spec)}: {workers_line(workers)}" for point in points
+              if (workers := (point.aggregates or {}).get("workers"))]
     return lines
+
+
+def workers_line(workers: list[dict]) -> str:
+    """A split point's workers in one line: how many, on how many hosts, their start spread and
+    their worst send and event-loop lag."""
+    def worst(name: str) -> str:
+        values = [w[name] for w in workers if w.get(name) is not None]
+        return f"{max(values):.1f} ms" if values else "n/a"
+
+    hosts = len({w.get("host") for w in workers})
+    return (f"{len(workers)} workers on {hosts} host{'s' if hosts > 1 else ''}, started within "
+            f"{worst('start_offset_ms')} of the go; worst send lag p99 {worst('send_lag_p99_ms')}, "
+            f"event-loop lag p99 {worst('loop_lag_p99_ms')}")
 
 
 def point_note(doc: dict) -> Text:
