@@ -27,7 +27,7 @@ from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult,
 from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
 from specgauge.report.export import point_document
 from specgauge.store import Store
-from specgauge.store.sqlite_store import utc_now
+from specgauge.store.clock import utc_now
 
 
 @dataclass

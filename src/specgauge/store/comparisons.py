@@ -9,14 +9,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from specgauge.errors import UserError
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+from specgauge.store.clock import utc_now
 
 
 @dataclass(frozen=True)
@@ -55,7 +51,7 @@ class ComparisonTables:
     def create_comparison(self, plan: dict) -> int:
         """Insert a comparison with status ``running``; returns its id."""
         cursor = self._db.execute("INSERT INTO comparisons (status, started_at, plan_json) VALUES ('running', ?, ?)",
-                                  (_now(), json.dumps(plan, sort_keys=True, default=str)))
+                                  (utc_now(), json.dumps(plan, sort_keys=True, default=str)))
         return int(cursor.lastrowid)
 
     def link_comparison_run(self, comparison_id: int, run_id: int, *, arm: str, stage: str, round: int) -> None:
@@ -68,7 +64,7 @@ class ComparisonTables:
                           error: str | None = None) -> None:
         """Set the final status, and the result document when it is ``done``."""
         self._db.execute("UPDATE comparisons SET status = ?, finished_at = ?, result_json = ?, error = ? WHERE id = ?",
-                         (status, _now(), None if result is None else json.dumps(result, sort_keys=True),
+                         (status, utc_now(), None if result is None else json.dumps(result, sort_keys=True),
                           error, comparison_id))
 
     def restart_comparison(self, comparison_id: int) -> None:
@@ -107,7 +103,7 @@ class ComparisonTables:
         """Name run ``run_id`` as baseline ``name`` (replacing an earlier run of that name)."""
         self._db.execute("INSERT INTO baselines (name, run_id, created_at) VALUES (?, ?, ?) "
                          "ON CONFLICT(name) DO UPDATE SET run_id = excluded.run_id, created_at = excluded.created_at",
-                         (name, run_id, _now()))
+                         (name, run_id, utc_now()))
 
     def get_baseline(self, name: str) -> BaselineRow:
         """The baseline called ``name``; unknown names raise :class:`UserError`."""

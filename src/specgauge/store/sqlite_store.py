@@ -12,7 +12,6 @@ import os
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,6 +19,7 @@ from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
 from specgauge.errors import UserError
 from specgauge.store import codec
 from specgauge.store.claims import RunClaims
+from specgauge.store.clock import utc_now
 from specgauge.store.comparisons import ComparisonTables
 from specgauge.store.schema import DDL, MIGRATIONS, SCHEMA_VERSION
 from specgauge.store.tunes import TuneTables
@@ -48,11 +48,6 @@ class StoreWriteError(UserError):
 
     def __init__(self, path: Path | str, error: BaseException) -> None:
         super().__init__(f"cannot write to the results store {path}: {' '.join(str(error).split())}")
-
-
-def utc_now() -> str:
-    """The current time as ISO-8601 UTC, seconds precision."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _dumps(value: Any) -> str | None:

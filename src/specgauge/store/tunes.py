@@ -10,14 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from specgauge.errors import UserError
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+from specgauge.store.clock import utc_now
 
 
 @dataclass(frozen=True)
@@ -57,7 +53,7 @@ class TuneTables:
     def create_tune(self, plan: dict) -> int:
         """Insert a tune with status ``running``; returns its id."""
         cursor = self._db.execute("INSERT INTO tunes (status, started_at, plan_json) VALUES ('running', ?, ?)",
-                                  (_now(), json.dumps(plan, sort_keys=True, default=str)))
+                                  (utc_now(), json.dumps(plan, sort_keys=True, default=str)))
         return int(cursor.lastrowid)
 
     def link_tune_run(self, tune_id: int, run_id: int, *, stage: str, arm: str, concurrency: int,
@@ -69,7 +65,7 @@ class TuneTables:
     def finish_tune(self, tune_id: int, *, status: str, result: dict | None = None, error: str | None = None) -> None:
         """Set the final status, and the result document when it is ``done``."""
         self._db.execute("UPDATE tunes SET status = ?, finished_at = ?, result_json = ?, error = ? WHERE id = ?",
-                         (status, _now(), None if result is None else json.dumps(result, sort_keys=True),
+                         (status, utc_now(), None if result is None else json.dumps(result, sort_keys=True),
                           error, tune_id))
 
     def get_tune(self, tune_id: int) -> TuneRow:
