@@ -27,3 +27,21 @@ async def test_a_comparison_on_two_workers_stores_every_arms_plan(tmp_path):
                 stored = sorted((r.request_index, r.prompt_index) for r in store.get_requests(point.id))
                 assert stored == [(i.request_index, i.prompt_index) for i in plan_requests(spec, prompts)]
                 assert len(point.aggregates["workers"]) == min(2, spec.concurrency)
+
+
+async def test_against_baseline_runs_its_new_run_on_the_workers_asked_for(tmp_path):
+    """``compare --against-baseline NAME --workers 2`` ran its new run in one process before."""
+    from specgauge.compare.arms import ArmSpec
+    from specgauge.compare.regression import run_against_baseline
+    from specgauge.load.bench import run_benchmark
+    from specgauge.load.bench_config import BenchConfig
+
+    baseline, _ = crossing_pair()
+    with baseline, Store.open(tmp_path / "b.db") as store:
+        config = BenchConfig(url=baseline.url, api="sglang", suite="coding", concurrency=(4,), num_requests=8,
+                             raw_chat_format=True)
+        store.set_baseline("nightly", (await run_benchmark(config, store)).run_id)
+        report = await run_against_baseline(store, "nightly", ArmSpec("speculative", "url", baseline.url),
+                                            resamples=200, placement=Placement(workers=2))
+        (point,) = store.get_points(report.new_run_id)
+        assert len(point.aggregates["workers"]) == 2

@@ -380,7 +380,7 @@ def _against_baseline(options: dict, api_key: str | None) -> int:
                 allow_server_change=options["allow_server_change"], api_key=api_key,
                 progress=RichProgress(db=options["db"]),
                 start_timeout_s=options["start_timeout"], seed=options["seed"], resamples=options["resamples"],
-                min_effect=options["min_effect"])
+                min_effect=options["min_effect"], placement=placement_from(options))
 
         report = _run(work())
     _print_regressions(report, to_stderr=options["output_json"] == "-")

@@ -31,6 +31,7 @@ from specgauge.analysis.results import DriftEstimate, RatioCI
 from specgauge.analysis.paired import DEFAULT_RESAMPLES, significant_change
 from specgauge.errors import UserError
 from specgauge.load.bench_config import BenchConfig
+from specgauge.load.workers.split import Placement
 from specgauge.report.formatting import describe_point
 from specgauge.store import RunRow, Store
 from specgauge.suites.continuity import SuiteDiff, require_same_suite
@@ -213,8 +214,10 @@ async def run_against_baseline(store: Store, name: str, arm: ArmSpec, *, allow_s
                                allow_server_change: bool = False, api_key: str | None = None, progress=None,
                                start_timeout_s: float = 180.0, log_dir=None, seed: int = 0,
                                resamples: int = DEFAULT_RESAMPLES,
-                               min_effect: float = DEFAULT_MIN_EFFECT) -> RegressionReport:
-    """Run baseline ``name``'s config against ``arm`` now and check the new run against it."""
+                               min_effect: float = DEFAULT_MIN_EFFECT,
+                               placement: Placement = Placement()) -> RegressionReport:
+    """Run baseline ``name``'s config against ``arm`` now (its load where ``placement`` says) and
+    check the new run against it."""
     from specgauge.compare.arms import LaunchedServer
     from specgauge.load.bench import run_benchmark
 
@@ -227,7 +230,8 @@ async def run_against_baseline(store: Store, name: str, arm: ArmSpec, *, allow_s
     server = LaunchedServer(arm, start_timeout_s=start_timeout_s, log_dir=log_dir) if arm.launched else None
     try:
         url = server.start().url if server else arm.value
-        summary = await run_benchmark(baseline_config(old_run, url, api_key=api_key), store, progress)
+        summary = await run_benchmark(baseline_config(old_run, url, api_key=api_key), store, progress,
+                                      placement=placement)
     finally:
         if server:
             server.stop()
