@@ -21,7 +21,8 @@ def stdlib_files():
 
 @pytest.fixture(scope="session")
 def tiny_config() -> CorpusConfig:
-    return CorpusConfig(seed=3, validation_fraction=0.2, agentic_samples=60, max_code_files=40, chunk_chars=1200)
+    return CorpusConfig(seed=3, validation_fraction=0.2, agentic_samples=60, max_code_files=40, chunk_chars=1200,
+                        long_chunk_chars=5000, session_samples=24)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ def _as_json(samples):
 def test_same_seed_same_corpus_other_seed_differs(stdlib_files, tiny_config, tiny_corpus):
     again = build_samples(tiny_config, files=stdlib_files)
     assert _as_json(again) == _as_json(tiny_corpus["samples"])
-    other = build_samples(CorpusConfig(seed=4, validation_fraction=0.2, agentic_samples=60, max_code_files=40, chunk_chars=1200),
+    other = build_samples(CorpusConfig(seed=4, validation_fraction=0.2, agentic_samples=60, max_code_files=40, chunk_chars=1200,
+                                       long_chunk_chars=5000, session_samples=24),
                           files=stdlib_files)
     assert _as_json(other) != _as_json(tiny_corpus["samples"])
 

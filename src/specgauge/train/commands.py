@@ -76,20 +76,35 @@ def tokenizer_command(corpus_dir: Path, output: Path, vocab_size: int) -> None:
 @click.option("--bf16/--fp32", default=True, show_default=True, help="bf16 autocast on CPU.")
 @click.option("--loss-on", type=click.Choice(["all", "response"]), default="all", show_default=True)
 @click.option("--weights", default=None, help="Source mix, e.g. code_stdlib=1,agentic_tools=1,prose_docs=1 (default balanced).")
+@click.option("--sources", default=None, help="Corpus sources to train on, comma-separated (default: "
+              "code_stdlib,agentic_tools,prose_docs; add code_files,agentic_sessions,prose_long for a long context).")
+@click.option("--rope-theta", type=click.FloatRange(min=1.0, min_open=True), default=10000.0, show_default=True,
+              help="RoPE base.")
+@click.option("--init-from", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Continue training this model directory (e.g. the shipped target) instead of a fresh init; its "
+                   "shape replaces --hidden-size/--layers/--heads/--kv-heads/--intermediate-size/--rope-theta.")
+@click.option("--head-dim", type=click.IntRange(min=2), default=None,
+              help="With --init-from: widen the attention heads to this head_dim, same function (train/widen.py).")
 @click.option("--hidden-size", type=int, default=384, show_default=True)
 @click.option("--layers", type=int, default=6, show_default=True)
 @click.option("--heads", type=int, default=6, show_default=True)
 @click.option("--kv-heads", type=int, default=2, show_default=True)
 @click.option("--intermediate-size", type=int, default=1024, show_default=True)
 @click.option("--eval-every", type=click.IntRange(min=1), default=250, show_default=True)
+@click.option("--eval-windows", type=click.IntRange(min=1), default=24, show_default=True,
+              help="Validation windows of --seq-len tokens per source at each evaluation.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
 def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output: Path | None, resume: bool,
                    minutes: float | None, max_steps: int, batch_size: int, seq_len: int, lr: float, warmup_steps: int,
-                   bf16: bool, loss_on: str, weights: str | None, hidden_size: int, layers: int, heads: int,
-                   kv_heads: int, intermediate_size: int, eval_every: int, seed: int, threads: int) -> None:
+                   bf16: bool, loss_on: str, weights: str | None, sources: str | None, rope_theta: float, init_from: Path | None,
+                   head_dim: int | None, hidden_size: int, layers: int, heads: int,
+                   kv_heads: int, intermediate_size: int, eval_every: int, eval_windows: int, seed: int, threads: int) -> None:
     """Train the target on a balanced mix of all sources, with resumable checkpoints."""
     require_extra("engine", "torch", "tokenizers", "safetensors")
+    import json
+
+    from specgauge.train.corpus import TARGET_SOURCES
     from specgauge.train.progress import run_with_progress
     from specgauge.train.target import ModelShape, TrainConfig
 
@@ -99,14 +114,30 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
         raise UserError(f"--tokenizer: no tokenizer.json in {tokenizer_dir}")
     if resume and not (run_dir / "checkpoint.pt").is_file():
         raise UserError(f"--resume: no checkpoint.pt in {run_dir}")
+    chosen = tuple(s.strip() for s in sources.split(",") if s.strip()) if sources else TARGET_SOURCES
     try:
         config = TrainConfig(seq_len=seq_len, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps, max_steps=max_steps,
                              minutes=minutes, bf16=bf16, loss_on=loss_on, seed=seed, threads=threads,
-                             eval_every=eval_every, weights=parse_weights(weights))
+                             eval_every=eval_every, eval_windows=eval_windows, sources=chosen, init_from=str(init_from) if init_from else None,
+                             weights=parse_weights(weights, chosen))
     except ValueError as exc:
-        raise UserError(str(exc)) from None
-    shape = ModelShape(hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=heads,
-                       num_key_value_heads=kv_heads, intermediate_size=intermediate_size, max_position_embeddings=seq_len)
+        raise UserError(f"--sources: {exc}" if "sources" in str(exc) else str(exc)) from None
+    if head_dim is not None and init_from is None:
+        raise UserError("--head-dim: only with --init-from (a fresh target's head_dim is --hidden-size / --heads)")
+    if init_from is not None:
+        from specgauge.engine.models.llama import LlamaConfig
+
+        if not (init_from / "config.json").is_file():
+            raise UserError(f"--init-from: no config.json in {init_from}")
+        start = LlamaConfig.from_dict(json.loads((init_from / "config.json").read_text()))
+        try:
+            shape = ModelShape.continuing(start, seq_len, head_dim)
+        except ValueError as exc:
+            raise UserError(f"--head-dim: {exc}") from None
+    else:
+        shape = ModelShape(hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=heads,
+                           num_key_value_heads=kv_heads, intermediate_size=intermediate_size,
+                           max_position_embeddings=seq_len, rope_theta=rope_theta)
     run_with_progress(corpus_dir, tokenizer_dir, run_dir, shape, config, resume, output)
 
 
@@ -172,8 +203,10 @@ def export_draft_command(draft_dir: Path, engine: str, output: Path) -> None:
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="With it, write MODEL_DIR/TRAINING.md and SHA256SUMS from this run and the evaluation.")
 @click.option("--wall", default="not recorded", help="Wall time of the run, for TRAINING.md.")
+@click.option("--sources", default=None, help="Corpus sources to evaluate, comma-separated (default: the run's, "
+              "else code_stdlib,agentic_tools,prose_docs).")
 def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens: int, json_out: Path | None, threads: int,
-                 ignore_eos: bool, run_dir: Path | None, wall: str) -> None:
+                 ignore_eos: bool, run_dir: Path | None, wall: str, sources: str | None) -> None:
     """Validation loss per source and the distinct-trigram share of greedy continuations."""
     require_extra("engine", "torch", "tokenizers", "safetensors")
     import json
@@ -186,17 +219,28 @@ def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens
         raise UserError(f"--corpus: {corpus_dir} has no tokenized validation/ split")
     if run_dir is not None and not (run_dir / "checkpoint.pt").is_file():
         raise UserError(f"--run-dir: no checkpoint.pt in {run_dir}")
+    from specgauge.train.corpus import SOURCES, TARGET_SOURCES
+
+    summary = None
+    if run_dir is not None:
+        from specgauge.train.report import run_summary
+
+        summary = run_summary(run_dir, wall)
+    chosen = tuple(s.strip() for s in sources.split(",") if s.strip()) if sources else \
+        (summary["sources"] if summary else TARGET_SOURCES)
+    unknown = [s for s in chosen if s not in SOURCES]
+    if unknown or not chosen:
+        raise UserError(f"--sources: {', '.join(unknown) or 'none given'}; expected some of {', '.join(SOURCES)}")
     report = evaluate_model(model_dir, corpus_dir, prompts_per_source=prompts, max_new_tokens=max_new_tokens,
-                            threads=threads, ignore_eos=ignore_eos)
+                            threads=threads, ignore_eos=ignore_eos, sources=chosen)
     for source, row in report["sources"].items():
         click.echo(f"{source}: val loss {row['val_loss']:.3f}, distinct trigrams {row['distinct_trigram_share']:.3f}, "
                    f"mean generated {row['mean_generated_tokens']:.1f} tokens")
     if json_out:
         json_out.write_text(json.dumps(report, indent=2) + "\n")
-    if run_dir is not None:
-        from specgauge.train.report import reproduce_commands, run_summary, write_training_report
+    if summary is not None:
+        from specgauge.train.report import reproduce_commands, write_training_report
 
-        summary = run_summary(run_dir, wall)
         path = write_training_report(model_dir, report, summary, reproduce_commands(summary, model_dir, prompts, max_new_tokens))
         click.echo(f"wrote {path} and SHA256SUMS")
 

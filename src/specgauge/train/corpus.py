@@ -28,8 +28,11 @@ from typing import Iterator
 from specgauge.train.stdlib_material import (SourceFile, docstrings_of, documented_functions, iter_stdlib_files,
                                               pydoc_topics)
 
-TARGET_SOURCES = ("code_stdlib", "agentic_tools", "prose_docs")  # what the target and tokenizer learn from
-SOURCES = TARGET_SOURCES + ("code_questions",)  # everything the corpus holds
+from specgauge.train.long_sources import LONG_SOURCES, code_file_samples, prose_long_samples, session_samples
+
+TARGET_SOURCES = ("code_stdlib", "agentic_tools", "prose_docs")  # what the 512-token target and the tokenizer learn from
+LONG_TARGET_SOURCES = TARGET_SOURCES + LONG_SOURCES  # what the 4,096-token target learns from
+SOURCES = TARGET_SOURCES + ("code_questions",) + LONG_SOURCES  # everything the corpus holds
 SPLITS = ("train", "validation")
 SHARD_SAMPLES = 5000
 
@@ -43,6 +46,8 @@ class CorpusConfig:
     agentic_samples: int = 8000
     max_code_files: int = 2000
     chunk_chars: int = 2400
+    long_chunk_chars: int = 12000
+    session_samples: int = 3000
 
     def __post_init__(self) -> None:
         if not 0.0 < self.validation_fraction < 0.5:
@@ -200,6 +205,9 @@ def build_samples(config: CorpusConfig, files: list[SourceFile] | None = None) -
         "agentic_tools": agentic_samples(files, config),
         "prose_docs": prose_samples(files, config),
         "code_questions": question_samples(files, config),
+        "code_files": code_file_samples(files, config),
+        "agentic_sessions": session_samples(files, config),
+        "prose_long": prose_long_samples(files, config),
     }
     out: dict[str, dict[str, list[Sample]]] = {}
     for source, samples in built.items():

@@ -92,7 +92,8 @@ def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
 
 
 def evaluate_model(model_dir: Path, corpus_dir: Path, prompts_per_source: int = 8, max_new_tokens: int = 128,
-                   threads: int = 2, eval_windows: int = 64, ignore_eos: bool = False) -> dict:
+                   threads: int = 2, eval_windows: int = 64, ignore_eos: bool = False,
+                   sources: tuple[str, ...] = TARGET_SOURCES) -> dict:
     """Per source: all-token validation loss, the distinct-trigram share of greedy continuations
     (pooled over the prompts), their mean length, and one sample continuation."""
     from tokenizers import Tokenizer
@@ -101,11 +102,11 @@ def evaluate_model(model_dir: Path, corpus_dir: Path, prompts_per_source: int = 
     model = load_model(model_dir, dtype=torch.float32)
     tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
     stop_ids = set() if ignore_eos else {tokenizer.token_to_id(END), tokenizer.token_to_id(END_OF_TEXT)}
-    val = validation_losses(model, load_split(corpus_dir, "validation", TARGET_SOURCES), model.config.max_position_embeddings,
+    val = validation_losses(model, load_split(corpus_dir, "validation", sources), model.config.max_position_embeddings,
                             eval_windows, bf16=False)
     report: dict = {"model_dir": str(model_dir), "parameters": model.num_parameters(), "max_new_tokens": max_new_tokens,
                     "prompts_per_source": prompts_per_source, "ignore_eos": ignore_eos, "sources": {}}
-    for source in TARGET_SOURCES:
+    for source in sources:
         distinct = total = generated = 0
         samples = []
         for messages in held_out_prompts(corpus_dir, source, prompts_per_source):

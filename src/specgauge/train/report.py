@@ -7,7 +7,7 @@ import os
 import platform
 from pathlib import Path
 
-from specgauge.train.corpus import file_sha256
+from specgauge.train.corpus import TARGET_SOURCES, file_sha256
 
 SHIPPED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
@@ -55,6 +55,7 @@ def run_summary(run_dir: Path, wall: str) -> dict:
         "step": state["step"], "trained_seconds": state["trained_seconds"], "history": state["history"],
         "best_step": best["step"], "batch_size": config["batch_size"], "seq_len": config["seq_len"], "wall": wall,
         "target_command": target_command_line(config, shape),
+        "sources": tuple(config.get("sources", TARGET_SOURCES)),
     }
 
 
@@ -66,9 +67,12 @@ def target_command_line(config: dict, shape: dict) -> str:
         f"--max-steps {config['max_steps']} --batch-size {config['batch_size']} --seq-len {config['seq_len']}",
         f"--lr {config['lr']:g} --warmup-steps {config['warmup_steps']} --loss-on {config['loss_on']}",
         "--bf16" if config["bf16"] else "--fp32",
-        f"--hidden-size {shape['hidden_size']} --layers {shape['num_hidden_layers']} --heads {shape['num_attention_heads']}",
-        f"--kv-heads {shape['num_key_value_heads']} --intermediate-size {shape['intermediate_size']}",
-        f"--eval-every {config['eval_every']} --seed {config['seed']} --threads {config['threads']}",
+        *([f"--init-from {config['init_from']} --head-dim {shape['head_dim']}"] if config.get("init_from") else [
+            f"--hidden-size {shape['hidden_size']} --layers {shape['num_hidden_layers']} --heads {shape['num_attention_heads']}",
+            f"--kv-heads {shape['num_key_value_heads']} --intermediate-size {shape['intermediate_size']}"]),
+        f"--eval-every {config['eval_every']} --eval-windows {config['eval_windows']} --seed {config['seed']} --threads {config['threads']}",
+        f"--rope-theta {shape['rope_theta']:g}" if shape.get("rope_theta", 10000.0) != 10000.0 and not config.get("init_from") else "",
+        f"--sources {','.join(config['sources'])}" if tuple(config.get("sources", TARGET_SOURCES)) != TARGET_SOURCES else "",
     ]
     return " ".join(p for p in parts if p)
 

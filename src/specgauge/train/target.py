@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, save_model
-from specgauge.train.corpus import TARGET_SOURCES
+from specgauge.train.corpus import SOURCES, TARGET_SOURCES
 from specgauge.train.dataset import BalancedBatches, PackedSource, load_split
 
 
@@ -38,6 +38,20 @@ class ModelShape:
     intermediate_size: int = 1024
     max_position_embeddings: int = 512
     rope_theta: float = 10000.0
+    head_dim: int | None = None  # None: hidden_size // num_attention_heads
+
+    @classmethod
+    def continuing(cls, config: LlamaConfig, seq_len: int, head_dim: int | None) -> "ModelShape":
+        """The shape of a run that continues training ``config``'s model at ``seq_len`` tokens,
+        its heads widened to ``head_dim`` when that is larger (:mod:`specgauge.train.widen`)."""
+        if head_dim is not None and head_dim != config.head_size:
+            from specgauge.train.widen import widened_config
+
+            config = widened_config(config, head_dim)
+        return cls(hidden_size=config.hidden_size, num_hidden_layers=config.num_hidden_layers,
+                   num_attention_heads=config.num_attention_heads, num_key_value_heads=config.num_key_value_heads,
+                   intermediate_size=config.intermediate_size, max_position_embeddings=seq_len,
+                   rope_theta=config.rope_theta, head_dim=config.head_size)
 
     def llama_config(self, vocab_size: int, special_ids: dict | None = None) -> LlamaConfig:
         ids = special_ids or {}
@@ -45,7 +59,7 @@ class ModelShape:
             vocab_size=vocab_size, hidden_size=self.hidden_size, intermediate_size=self.intermediate_size,
             num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
             num_key_value_heads=self.num_key_value_heads, max_position_embeddings=self.max_position_embeddings,
-            rope_theta=self.rope_theta, tie_word_embeddings=True,
+            rope_theta=self.rope_theta, tie_word_embeddings=True, head_dim=self.head_dim,
             bos_token_id=ids.get("bos_token_id"), eos_token_id=ids.get("eos_token_id"),
             extra={"pad_token_id": ids["pad_token_id"]} if "pad_token_id" in ids else {},
         )
@@ -72,8 +86,14 @@ class TrainConfig:
     eval_windows: int = 24
     checkpoint_minutes: float = 3.0
     weights: dict = field(default_factory=dict)
+    sources: tuple = TARGET_SOURCES  # corpus sources trained on and validated per source
+    init_from: str | None = None  # a model directory to continue training (else a fresh init)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", tuple(self.sources))
+        unknown = [s for s in self.sources if s not in SOURCES]
+        if unknown or not self.sources:
+            raise ValueError(f"sources must be a non-empty subset of {', '.join(SOURCES)}")
         if self.loss_on not in ("all", "response"):
             raise ValueError("loss_on must be 'all' or 'response'")
         for name in ("seq_len", "batch_size", "max_steps", "eval_every"):
@@ -156,10 +176,13 @@ class Trainer:
         random.seed(config.seed)
         torch.set_num_threads(config.threads)
         self.model = LlamaForCausalLM(shape.llama_config(vocab_size, special_ids))
-        self._init_weights()
+        if config.init_from:
+            self._start_from(Path(config.init_from), vocab_size)
+        else:
+            self._init_weights()
         self.optimizer = build_optimizer(self.model, config)
-        self.train_sources = load_split(self.corpus_dir, "train", TARGET_SOURCES)
-        self.val_sources = load_split(self.corpus_dir, "validation", TARGET_SOURCES)
+        self.train_sources = load_split(self.corpus_dir, "train", config.sources)
+        self.val_sources = load_split(self.corpus_dir, "validation", config.sources)
         self.batches = BalancedBatches(self.train_sources, config.seq_len, config.batch_size, config.seed, config.weights)
         self.state = TrainState()
         self._stop = False
@@ -171,6 +194,21 @@ class Trainer:
             if param.dim() >= 2:
                 std = residual_std if name.endswith(("o_proj.weight", "down_proj.weight")) else 0.02
                 torch.nn.init.normal_(param, mean=0.0, std=std)
+
+    def _start_from(self, model_dir: Path, vocab_size: int) -> None:
+        """Load a trained model (its heads widened to this run's head_dim) as step 0's weights."""
+        from specgauge.engine.models.llama import load_model
+        from specgauge.train.widen import widen_head_dim
+
+        start = load_model(model_dir, dtype=torch.float32)
+        if start.config.vocab_size != vocab_size:
+            raise ValueError(f"{model_dir} has vocab_size {start.config.vocab_size}, the tokenizer {vocab_size}")
+        if start.config.head_size != self.model.config.head_size:
+            start = widen_head_dim(start, self.model.config.head_size, seed=self.config.seed)
+        expected = ModelShape.continuing(start.config, self.shape.max_position_embeddings, None)
+        if expected != self.shape:
+            raise ValueError(f"{model_dir} gives shape {expected}, not the run's {self.shape}")
+        self.model.load_state_dict(start.state_dict())
 
     # -- checkpoints ---------------------------------------------------------------------------
     @property

@@ -1,0 +1,66 @@
+"""Widening a target's heads keeps its function; a run continued from a model starts from it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM, save_model
+from specgauge.train.target import ModelShape, TrainConfig, Trainer
+from specgauge.train.widen import widen_head_dim, widened_config
+
+
+def _model(vocab: int = 600, seed: int = 0) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab, hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(config)
+    for param in model.parameters():
+        torch.nn.init.normal_(param, std=0.2)
+    return model
+
+
+def test_widened_heads_compute_the_same_logits():
+    model = _model()
+    wide = widen_head_dim(model, 32)
+    assert model.config.head_size == 12 and wide.config.head_size == 32
+    assert wide.config.rope_theta == pytest.approx(10000.0 ** (32 / 12))
+    tokens = torch.randint(0, 600, (2, 40))
+    with torch.no_grad():
+        before, _ = model(tokens)
+        after, _ = wide(tokens)
+    assert torch.allclose(before, after, atol=1e-4 * before.abs().max().item())
+
+
+def test_the_new_dims_get_gradients():
+    wide = widen_head_dim(_model(), 32)
+    logits, _ = wide(torch.randint(0, 600, (2, 24)))
+    logits.logsumexp(-1).mean().backward()
+    attention = wide.model.layers[0].self_attn
+    new_q_rows = attention.q_proj.weight.grad.view(4, 32, -1)[:, 6:16]  # rows no old dim moved to
+    new_o_cols = attention.o_proj.weight.grad.view(-1, 4, 32)[:, :, 12:]
+    assert new_q_rows.abs().sum() > 0 and new_o_cols.abs().sum() > 0
+
+
+def test_widening_refuses_a_smaller_or_odd_head_dim():
+    config = _model().config
+    for bad in (12, 8, 13):
+        with pytest.raises(ValueError, match="head_dim"):
+            widened_config(config, bad)
+
+
+def test_a_run_continued_from_a_model_starts_from_its_function(tiny_corpus, tmp_path):
+    model = _model()
+    save_model(model, tmp_path / "start", dtype=torch.float32)
+    shape = ModelShape.continuing(model.config, 48, 32)
+    config = TrainConfig(seq_len=48, batch_size=2, max_steps=2, bf16=False, threads=1, eval_every=1000, eval_windows=1,
+                         init_from=str(tmp_path / "start"))
+    trainer = Trainer(tiny_corpus["dir"], tmp_path / "run", shape, config, vocab_size=600)
+    tokens = torch.randint(0, 600, (1, 40))
+    with torch.no_grad():
+        before, _ = model(tokens)
+        after, _ = trainer.model(tokens)
+    assert trainer.model.config.head_size == 32 and trainer.model.config.max_position_embeddings == 48
+    assert torch.allclose(before, after, atol=1e-4 * before.abs().max().item())
+    trainer.run()
+    assert trainer.state.step == 2
