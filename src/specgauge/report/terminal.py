@@ -26,6 +26,13 @@ REFRESH_PER_SECOND = 2
 CONNECTION_BAR_FROM = 256   # pools this large get a "connecting" bar (opening them can take seconds)
 
 
+def shows_colour(console: Console) -> bool:
+    """Whether ``console`` is a terminal that shows colour: not a pipe or a file (``FORCE_COLOR``
+    counts as a terminal), ``TERM`` not ``dumb``, ``NO_COLOR`` unset (https://no-color.org; rich
+    reads all three)."""
+    return console.is_terminal and console.color_system is not None and not console.no_color
+
+
 class RichProgress:
     """One progress bar per point: requests done/total, live output tok/s and errors."""
 
