@@ -133,7 +133,7 @@ def _verify_style(ratio: dict | None, line: float) -> str:
     return "worse" if ratio["hi"] < line else "better" if ratio["lo"] >= line else ""
 
 
-# -- terminal ------------------------------------------------------------------------------------
+# -- the heat scale (the HTML page and the terminal), then the terminal ---------------------------
 
 def _hsl(relative: float) -> tuple[int, int, int]:
     """The heat scale (hue, saturation %, lightness %): green at the best, through yellow, to red at
