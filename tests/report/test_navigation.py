@@ -21,11 +21,15 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=120)
 
 
-def stored_comparison(db) -> int:
+def stored_comparison(db, schedule=None) -> int:
+    """The fixture comparison in ``db``; with ``schedule``, its recommendation carries that schedule."""
+    result = json.loads(FIXTURE.read_text())
+    if schedule is not None:
+        result["recommendation"]["schedule"] = schedule
     with Store.open(db) as store:
         comparison_id = store.create_comparison({"baseline": {"kind": "url", "value": "http://127.0.0.1:1"},
                                                  "speculative": {"kind": "url", "value": "http://127.0.0.1:2"}})
-        store.finish_comparison(comparison_id, status="done", result=json.loads(FIXTURE.read_text()))
+        store.finish_comparison(comparison_id, status="done", result=result)
     return comparison_id
 
 
@@ -40,6 +44,18 @@ def test_show_takes_a_comparison_id_and_runs_lists_comparisons(tmp_path):
     assert f"c{comparison_id}" in listed.stdout and "http://127.0.0.1:2" in listed.stdout
     bad = run_cli("show", "x1", "--db", db)
     assert bad.returncode == 2 and "comparison id (e.g. c3)" in bad.stderr
+
+
+def test_runs_lists_a_comparisons_schedule_beside_its_threshold(tmp_path):
+    db = str(tmp_path / "n.db")
+    threshold = json.loads(FIXTURE.read_text())["recommendation"]["disable_above"]
+    plain = stored_comparison(db)   # a recommendation stored before schedules: the threshold alone
+    scheduled = stored_comparison(db, schedule=[[1, threshold, 3], [threshold + 1, 256, 0]])
+    listed = run_cli("runs", "--db", db)
+    assert listed.returncode == 0, listed.stderr
+    rows = {cid: next(line for line in listed.stdout.splitlines() if f" c{cid} " in line) for cid in (plain, scheduled)}
+    assert f"disable above {threshold}" in rows[plain] and "schedule" not in rows[plain]
+    assert f"disable above {threshold} · schedule [[1,{threshold},3],[{threshold + 1},256,0]]" in rows[scheduled]
 
 
 def test_the_resume_hint_names_a_store_that_is_not_the_default():

@@ -2,6 +2,8 @@
 embedded engine (tiny random model, n-gram drafts), plus its one-line refusals."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +14,11 @@ from specgauge.speculation_schedule import normalize_schedule
 from specgauge.testing.scripted_server import Script, ScriptedServer
 
 
-def run_cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout)
+def run_cli(*args, timeout=600, env=None):
+    """``specgauge ARGS`` in a pipe, as plain text (the caller's colour settings left out) unless ``env`` adds them."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE")}
+    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**clean, **(env or {})})
 
 
 def test_tune_on_url_arms_chooses_the_fastest_depth_and_emits_the_settings(tmp_path):
@@ -154,6 +159,28 @@ def test_url_arms_without_a_schedule_server_say_verification_was_not_run(tmp_pat
     assert done.returncode == 0, done.stderr
     if "nothing to verify" not in done.stdout:   # the schedule drafts: the URL arms cannot run it
         assert "verification not run: the arms are URLs" in done.stdout and "--url schedule=URL" in done.stdout
+
+
+@pytest.mark.parametrize("colour", ["FORCE_COLOR", "FORCE_COLOR and NO_COLOR"])
+def test_on_a_colour_terminal_the_tune_prints_its_heat_map_and_else_plain_text(colour, tmp_path):
+    env = {"FORCE_COLOR": "1", "COLORTERM": "truecolor", **({"NO_COLOR": "1"} if "NO_COLOR" in colour else {})}
+    with ScriptedServer(Script(chunk_delay_s=0.01, num_chunks=4)) as k0, \
+            ScriptedServer(Script(chunk_delay_s=0.01, num_chunks=2, tokens_per_chunk=2)) as k1:
+        done = run_cli("tune", "--url", f"0={k0.url}", "--url", f"1={k1.url}", "--concurrency", "1",
+                       "--suite", "smoke", "--min-requests", "2", "--max-rounds", "2", "--db", str(tmp_path / "t.db"),
+                       "--output-json", "-", env=env)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)   # stdout holds only the JSON; the table goes to stderr
+    text = re.sub(r"\x1b\[[0-9;]*m", "", done.stderr)
+    assert f"stored as tune t{document['tune_id']}" in text
+    if colour == "FORCE_COLOR":   # the heat map `report tN` prints, in colour, the chosen depth bracketed
+        assert "\x1b[" in done.stderr and "throughput relative to the cell's best" in text
+        row = next(line for line in text.splitlines() if re.match(r"\W*1 ", line))
+        assert re.search(r"\[\d\.\d\d\*?\]", row) and "→ k=" in row
+        assert "per depth: tok/s" not in text
+    else:   # NO_COLOR: the plain text, as in a pipe
+        assert "\x1b[" not in done.stderr and "per depth: tok/s" in text
+        assert f"schedule: {document['schedule']['entries']}" in text
 
 
 def test_tune_on_launch_template_arms_verifies_the_schedule_command(tmp_path):

@@ -293,9 +293,9 @@ def show_command(run_id: str, db: str) -> None:
             _print_run(store, ref.id, to_stderr=False)
             return
         if ref.kind == "tune":
-            from specgauge.report.tune_report import load_tune_report, tune_renderable
+            from specgauge.report.tune_report import load_tune_report, print_tune
 
-            _console().print(tune_renderable(load_tune_report(store, ref.id)))
+            print_tune(_console(), load_tune_report(store, ref.id))
             return
         data, _ = load_report(store, ref)
     _console().print(verdict_renderable(data))

@@ -137,14 +137,14 @@ def _report_tune(ref: ReportRef, html_path: str | None, output_dir: str | None, 
     """``report tN``: the heat map and verification in the terminal, the HTML page (and tune.json)."""
     from rich.console import Console
 
-    from specgauge.report.tune_report import load_tune_report, tune_renderable, write_tune_report
+    from specgauge.report.tune_report import load_tune_report, print_tune, write_tune_report
     from specgauge.store import Store
 
     with Store.open(db, create=False, read_only=True) as store:
         stored = load_tune_report(store, ref.id)
     console = Console(stderr=output_json == "-")
     console = console if console.is_terminal else Console(width=160, stderr=output_json == "-")
-    console.print(tune_renderable(stored))
+    print_tune(console, stored)
     written = [str(p) for p in write_tune_report(stored, None if html_path and not output_dir else
                                                  output_dir or f"report-{ref}", html_path)]
     if output_json:

@@ -5,6 +5,7 @@ Progress always goes to stderr, so stdout stays clean for ``--output-json -``.
 
 from __future__ import annotations
 
+import json
 import time
 
 from rich.console import Console
@@ -24,6 +25,13 @@ from specgauge.store import PointRow, RunRow
 # timestamps the streams: rich's default 10 redraws a second would touch 1 % of the time.
 REFRESH_PER_SECOND = 2
 CONNECTION_BAR_FROM = 256   # pools this large get a "connecting" bar (opening them can take seconds)
+
+
+def shows_colour(console: Console) -> bool:
+    """Whether ``console`` is a terminal that shows colour: not a pipe or a file (``FORCE_COLOR``
+    counts as a terminal), ``TERM`` not ``dumb``, ``NO_COLOR`` unset (https://no-color.org; rich
+    reads all three)."""
+    return console.is_terminal and console.color_system is not None and not console.no_color
 
 
 class RichProgress:
@@ -210,7 +218,8 @@ def runs_table(runs: list[tuple[RunRow, list[PointRow]]]) -> Table:
 
 
 def comparisons_table(comparisons: list) -> Table:
-    """The comparisons of ``specgauge runs``: id (cN), status, when, the arms, the bench runs behind it.
+    """The comparisons of ``specgauge runs``: id (cN), status, when, the arms, the bench runs behind it,
+    the recommendation (its threshold, and its draft-depth schedule when it has one).
 
     ``comparisons``: ``(ComparisonRow, [ComparisonRunRow])`` pairs."""
     table = Table(title="comparisons ('specgauge show cN', 'specgauge report cN')", title_justify="left")
@@ -229,12 +238,19 @@ def comparisons_table(comparisons: list) -> Table:
         else:
             advice = f"disable above {recommendation['disable_above']}" + (
                 "" if recommendation.get("confident", True) else " (uncertain)")
+        if result and recommendation.get("schedule"):
+            advice += f" · schedule {schedule_text(recommendation['schedule'])}"
         status_style = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(row.status, "")
         run_ids = sorted({link.run_id for link in links})
         shown = f"{run_ids[0]}–{run_ids[-1]} ({len(run_ids)})" if run_ids else "-"
         table.add_row(f"c{row.id}", row.started_at.replace("+00:00", ""), Text(row.status, style=status_style),
                       arms[0], arms[1], shown, advice)
     return table
+
+
+def schedule_text(entries) -> str:
+    """A draft-depth schedule as vLLM's JSON list, compact: ``[[1,4,3],[5,256,0]]``."""
+    return json.dumps([list(entry) for entry in entries], separators=(",", ":"))
 
 
 def tunes_table(tunes: list) -> Table:
@@ -252,7 +268,7 @@ def tunes_table(tunes: list) -> Table:
         shown = f"{run_ids[0]}–{run_ids[-1]} ({len(run_ids)})" if run_ids else "-"
         table.add_row(f"t{row.id}", row.started_at.replace("+00:00", ""), Text(row.status, style=status_style),
                       depths or "-", ",".join(map(str, plan.get("concurrency") or ())) or "-", shown,
-                      str(schedule) if schedule else (row.error or "-"))
+                      schedule_text(schedule) if schedule else (row.error or "-"))
     return table
 
 

@@ -10,6 +10,7 @@ part sits below the tune part and never imports it.
 
 from __future__ import annotations
 
+import colorsys
 import json
 from dataclasses import dataclass
 from html import escape
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.columns import Columns
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -125,15 +126,6 @@ def measuring_sentence(tune: TuneReport) -> str:
             f"for the full grid ({saved:.0%} saved by measuring again only where the choice was uncertain).")
 
 
-def relative_colour(relative: float | None) -> str:
-    """A cell's background: green at the best, through yellow, to red at half the best or less;
-    grey where the depth was not measured beside the best."""
-    if relative is None:
-        return "#eaeef2"
-    share = min(max((relative - 0.5) / 0.5, 0.0), 1.0)
-    return f"hsl({round(120 * share ** 2)}, 65%, {round(88 - 12 * share)}%)"
-
-
 def _verify_style(ratio: dict | None, line: float) -> str:
     """``better`` when the schedule's whole interval is at or above the tie line, ``worse`` when wholly below."""
     if not ratio or not ratio.get("rounds"):
@@ -141,14 +133,59 @@ def _verify_style(ratio: dict | None, line: float) -> str:
     return "worse" if ratio["hi"] < line else "better" if ratio["lo"] >= line else ""
 
 
-# -- terminal ------------------------------------------------------------------------------------
+# -- the heat scale (the HTML page and the terminal), then the terminal ---------------------------
 
-def _rich_colour(relative: float, line: float) -> str:
-    """A terminal background for a relative throughput (the HTML's scale, in three steps)."""
-    return "green" if relative >= line else "yellow" if relative >= 0.8 else "red"
+def _hsl(relative: float) -> tuple[int, int, int]:
+    """The heat scale (hue, saturation %, lightness %): green at the best, through yellow, to red at
+    half the best or less — one scale for the HTML page and the terminal."""
+    share = min(max((relative - 0.5) / 0.5, 0.0), 1.0)
+    return round(120 * share ** 2), 65, round(88 - 12 * share)
+
+
+def relative_colour(relative: float | None) -> str:
+    """A cell's CSS background on the heat scale (``_hsl``); grey where the depth was not measured
+    beside the best."""
+    if relative is None:
+        return "#eaeef2"
+    hue, saturation, lightness = _hsl(relative)
+    return f"hsl({hue}, {saturation}%, {lightness}%)"
+
+
+def terminal_colour(relative: float | None) -> str:
+    """The same scale as a rich colour (``rgb(r,g,b)``; rich maps it down to what the terminal
+    shows); grey where the depth was not measured beside the best."""
+    if relative is None:
+        return "rgb(234,238,242)"
+    hue, saturation, lightness = _hsl(relative)
+    red, green, blue = colorsys.hls_to_rgb(hue / 360, lightness / 100, saturation / 100)
+    return f"rgb({round(red * 255)},{round(green * 255)},{round(blue * 255)})"
+
+
+def _level_name(concurrency: int, band: Any) -> str:
+    """``16``, or with a context band ``16@1-128`` (as the tune's plain text names a cell)."""
+    return str(concurrency) if not band else f"{concurrency}@{band[0]}-{band[1]}"
+
+
+def _heat_cell(cell: dict | None) -> Text:
+    """One depth in one row: the ratio to the row's best (``[ ]`` chosen, ``*`` best) on the heat
+    scale, its 95% interval and its tok/s and TPOT below it."""
+    if cell is None:
+        return Text("–")
+    relative = cell["relative"]
+    shown = "–" if relative is None else f"{relative:.2f}" + ("*" if cell["best"] else "")
+    style = f"black on {terminal_colour(relative)}"
+    text = Text(f"[{shown}]" if cell["chosen"] else f" {shown} ", style=style + (" bold" if cell["chosen"] else ""))
+    lo, hi = cell["lo"], cell["hi"]
+    if lo is not None and f"{lo:.2f}" != f"{hi:.2f}":
+        text.append(f"\n{lo:.2f}–{hi:.2f}", style=style)
+    text.append(f"\n{number(cell['throughput'], ',.0f')} tok/s"
+                + (f"\n{cell['tpot_ms']:.0f} ms" if cell.get("tpot_ms") else ""), style="dim")
+    return text
 
 
 def _heat_table(tune: TuneReport, band: Any) -> Table:
+    """One band's heat map: a row per concurrency, a column per depth; a rule between rows that fall
+    in different schedule ranges, so the ranges show on the grid."""
     grid = tune.heat_map
     title = "throughput relative to the cell's best ([ ] chosen, * best)"
     table = Table(title=title + (f" · {_band_name(band)}" if band else ""), title_justify="left")
@@ -156,21 +193,30 @@ def _heat_table(tune: TuneReport, band: Any) -> Table:
     for depth in grid["depths"]:
         table.add_column(f"k={depth}", justify="center")
     table.add_column("schedule", justify="left")
-    for row in _rows_of(grid, band):
+    table.add_column("choice", justify="left", max_width=40)
+    rows = _rows_of(grid, band)
+    for index, row in enumerate(rows):
         by_depth = {c["depth"]: c for c in row["cells"]}
-        cells = []
-        for depth in grid["depths"]:
-            cell = by_depth.get(depth)
-            if cell is None or cell["relative"] is None:
-                cells.append(Text("–"))
-                continue
-            text = f"{cell['relative']:.2f}" + ("*" if cell["best"] else "")
-            colour = _rich_colour(cell["relative"], tune.line)
-            cells.append(Text(f"[{text}]", style=f"bold black on {colour}") if cell["chosen"] else
-                         Text(f" {text} ", style=f"black on {colour}"))
-        schedule = _range(row) + ("  UNCERTAIN" if row["uncertain"] else "")
-        table.add_row(str(row["concurrency"]), *cells, Text(schedule, style="yellow" if row["uncertain"] else ""))
+        first_of_range = index == 0 or rows[index - 1].get("schedule_batch_sizes") != row.get("schedule_batch_sizes")
+        last_of_range = index + 1 == len(rows) or \
+            rows[index + 1].get("schedule_batch_sizes") != row.get("schedule_batch_sizes")
+        schedule = Text(_range(row), style="bold cyan" if first_of_range else "dim cyan")
+        choice = Text(f"k={row['chosen']} · {row['rounds']} rounds" + (" · UNCERTAIN" if row["uncertain"] else ""),
+                      style="bold yellow" if row["uncertain"] else "bold")
+        choice.append(f"\n{row['why']}", style="yellow" if row["uncertain"] else "dim")
+        table.add_row(str(row["concurrency"]), *[_heat_cell(by_depth.get(depth)) for depth in grid["depths"]],
+                      schedule, choice, end_section=last_of_range and index + 1 < len(rows))
     return table
+
+
+def _terminal_legend(tune: TuneReport) -> Text:
+    """The heat scale's key and the rule."""
+    legend = Text("colour: ratio to the row's best ", style="dim")
+    for value in (0.5, 0.6, 0.7, 0.8, 0.9, tune.line, 1.0):
+        legend.append(f" {value:.2f} ", style=f"black on {terminal_colour(value)}")
+    legend.append(f"\nrule: the smallest depth whose interval reaches {tune.line:.2f}x of the best; "
+                  f"a rule between rows: a new schedule range", style="dim")
+    return legend
 
 
 def _verify_table(tune: TuneReport) -> Table | None:
@@ -186,28 +232,40 @@ def _verify_table(tune: TuneReport) -> Table | None:
     styles = {"better": "bold green", "worse": "bold red", "": ""}
     for level in levels:
         ratio = level.get("ratio")
-        table.add_row(str(level["concurrency"]), *[number(level["throughput"].get(label), ",.0f") for label in labels],
+        table.add_row(_level_name(level["concurrency"], level.get("band")),
+                      *[number(level["throughput"].get(label), ",.0f") for label in labels],
                       Text(f"{_ratio_text(ratio)} vs {level['best_other']}",
                            style=styles[_verify_style(ratio, tune.line)]))
     return table
 
 
 def tune_renderable(tune: TuneReport) -> Group:
-    """What ``specgauge report tN`` and ``show tN`` print: the heat map(s) and the verification side
-    by side, then the schedule, the verification's worst ratio, the measuring time, the settings."""
+    """The tune's tables and verdict: the heat map(s) with the schedule drawn on them, its key, the
+    verification table beside them, then the schedule, the verification's worst ratio and the
+    measuring time (``print_tune`` adds the settings and notes)."""
     tables: list = [_heat_table(tune, band) for band in tune.heat_map["bands"]]
     verify = _verify_table(tune)
     parts: list = [Columns([*tables, verify] if verify is not None else tables, padding=(0, 4)),
-                   Text(schedule_sentence(tune), style="bold cyan")]
+                   _terminal_legend(tune), Text(schedule_sentence(tune), style="bold cyan")]
     if (said := verify_sentence(tune)) is not None:
         parts.append(Text(said, style="bold"))
     parts.append(Text(measuring_sentence(tune)))
-    for setting in tune.settings:
-        parts.append(Text(f"  {setting.server}: {setting.setting}"))
-        if setting.config_file and setting.config_text:
-            parts.append(Text(f"    {setting.config_file}: {setting.config_text}"))
-    parts += [Text(f"note: {note}", style="yellow") for note in tune.document.get("notes") or ()]
     return Group(*parts)
+
+
+def print_tune(console: Console, tune: TuneReport) -> None:
+    """What ``specgauge tune`` prints on a colour terminal, and ``specgauge report tN`` and ``show tN``
+    print: ``tune_renderable``, then every server's settings and the notes. A setting is printed
+    unwrapped (the terminal folds it), so a command copied from the screen stays one line."""
+    console.print(tune_renderable(tune))
+    for setting in tune.settings:
+        console.print(Text(f"  {setting.server}: {setting.setting}"), soft_wrap=True)
+        if setting.config_file and setting.config_text:
+            console.print(Text(f"    {setting.config_file}: {setting.config_text}"), soft_wrap=True)
+        if setting.note:
+            console.print(Text(f"    ({setting.note})", style="dim"))
+    for note in tune.document.get("notes") or ():
+        console.print(Text(f"note: {note}", style="yellow"))
 
 
 # -- HTML ----------------------------------------------------------------------------------------

@@ -171,6 +171,7 @@ def tune_command(**options) -> None:
                     model=options["model"], bands=options["bands"] or (), tokenizer=options["tokenizer"],
                     schedule_template=schedule_template, schedule_url=schedule_url)
     say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
+    from specgauge.report.tune_report import load_tune_report
     from specgauge.tune.stored import plan_document, store_tune, tune_stopped_marked
 
     with Store.open(options["db"]) as store:
@@ -180,7 +181,8 @@ def tune_command(**options) -> None:
             result = run_stoppable(run_tune(plan, store, say))
         settings = _settings(result, arms, algorithm)
         document = store_tune(store, tune_id, result, settings)
-    _emit(result, settings, document, output_json, options["db"])
+        stored = load_tune_report(store, tune_id)   # what `specgauge report tN` reads
+    _emit(result, settings, document, stored, output_json, options["db"])
 
 
 def _settings(result, arms, algorithm: str):
@@ -192,18 +194,21 @@ def _settings(result, arms, algorithm: str):
     return schedule_settings(result.schedule, setup)
 
 
-def _emit(result, settings, document: dict, output_json: str | None, db: str) -> None:
+def _emit(result, settings, document: dict, stored, output_json: str | None, db: str) -> None:
+    """The result on stdout (on stderr when the JSON document goes to stdout), then the JSON."""
     import json
 
-    from specgauge.tune.render import render_text
+    from rich.console import Console
 
-    text = render_text(result, settings)
+    from specgauge.tune.render import print_result
+
+    tail = []
     run_ids = sorted(p.run_id for p in (*result.points, *result.verify_points))
     if run_ids:
-        text += (f"\nevery point is a bench run in {db}: runs {run_ids[0]}-{run_ids[-1]} "
-                 f"(specgauge show RUN_ID --db {db})")
-    text += f"\nstored as tune t{document['tune_id']}: specgauge report t{document['tune_id']} --db {db}"
-    click.echo(text, err=output_json == "-")
+        tail.append(f"every point is a bench run in {db}: runs {run_ids[0]}-{run_ids[-1]} "
+                    f"(specgauge show RUN_ID --db {db})")
+    tail.append(f"stored as tune t{document['tune_id']}: specgauge report t{document['tune_id']} --db {db}")
+    print_result(Console(stderr=output_json == "-"), result, settings, stored, tail)
     if output_json:
         document = json.dumps(document, indent=2) + "\n"
         if output_json == "-":

@@ -1,10 +1,16 @@
-"""A tune's result as terminal text and as a JSON document."""
+"""A tune's result in the terminal (a coloured heat map, or plain text where colour is not shown)
+and as a JSON document."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
+
+from rich.console import Console
 
 from specgauge.analysis.results import ServerSetting
+from specgauge.report.terminal import shows_colour
+from specgauge.report.tune_report import TuneReport, print_tune
 from specgauge.tune.choice import TOLERANCE, PairedRatio
 from specgauge.tune.run import TuneResult
 
@@ -59,6 +65,20 @@ def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
             lines.append(f"worst ratio of the schedule to the per-level best: {_ratio(worst)}")
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def print_result(console: Console, result: TuneResult, settings: tuple[ServerSetting, ...], stored: TuneReport,
+                 tail: Sequence[str]) -> None:
+    """The tune's terminal output, then the ``tail`` lines. On a terminal that shows colour, the
+    heat map ``specgauge report tN`` prints (``report.tune_report.print_tune`` of the ``stored``
+    tune); in a pipe, a file, or with ``NO_COLOR`` set, ``render_text``'s plain text."""
+    if shows_colour(console):
+        print_tune(console, stored)
+        for line in tail:
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
+    else:
+        console.file.write("\n".join([render_text(result, settings), *tail]) + "\n")
+        console.file.flush()
 
 
 def result_document(result: TuneResult, settings: tuple[ServerSetting, ...]) -> dict:
