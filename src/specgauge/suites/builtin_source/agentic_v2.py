@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 
 from specgauge.suites.builtin_source.helpers import conversation
 from specgauge.suites.builtin_source.transcript_material import (RepoFile, action, excerpt, git_diff, grep,
@@ -25,7 +26,7 @@ MAX_TOKENS = 256
 DESCRIPTION = ("Agent transcripts of realistic length (SWE-agent / OpenHands / tool-calling style): a system prompt "
                "with tool specs, a task, earlier steps whose observations are real material (Python standard-library "
                "source read 40-150 lines at a time, grep hits, pytest failures, git diffs, JSON tool results); the "
-               "model writes the next action. Prompts from about 400 to 3,800 tokens (median over 1,000) in the "
+               "model writes the next action. Prompts from about 300 to 3,800 tokens (median over 1,000) in the "
                "shipped tokenizer. Intended max_tokens: 256.")
 
 SWE_TOOLS = [
@@ -75,13 +76,16 @@ SWE = _system("an autonomous software engineering agent working in a checked-out
               "gives you by reading code, reproducing the problem, editing files and re-running the tests. When the "
               "tests pass and the change is complete, call `submit`.")
 DOCS_TOOLS = [
-    {"name": "get_source", "description": "Source of a Python standard-library function or class.",
+    {"name": "get_source", "description": "Source of a Python standard-library function, class or method "
+     "(CPython 3.11).", "parameters": {"module": "string", "name": "string (qualified, e.g. Fraction.limit_denominator)"}},
+    {"name": "get_docs", "description": "The documentation entry of a standard-library object.",
      "parameters": {"module": "string", "name": "string"}},
-    {"name": "run_python", "description": "Evaluate a Python expression; returns its repr.",
-     "parameters": {"expression": "string"}},
+    {"name": "run_python", "description": "Evaluate one Python expression in a sandbox where the standard library "
+     "is importable; returns its repr or the exception.", "parameters": {"expression": "string"}},
 ]
-DOCS = ("You are a Python tutor with tools. Call one tool a line as JSON "
-        '{"tool": NAME, "arguments": {...}}, or answer the user in plain text when you know enough.\n'
+DOCS = ("You are a Python tutor helping a learner understand the standard library. Ground every claim in the "
+        "source or in a run: call one tool per reply as JSON {\"tool\": NAME, \"arguments\": {...}}, and answer "
+        "in plain text, with a short example, once you know enough.\nTools:\n"
         + "\n".join(json.dumps(tool) for tool in DOCS_TOOLS))
 DATA = _system("a data analyst agent for an online shop", DATA_TOOLS,
                "You answer questions from the operations team using the warehouse. Check table layouts before "
@@ -120,27 +124,28 @@ def textwrap_scenario() -> tuple[str, str, list[tuple[str, str]]]:
     wrap = RepoFile("docfmt/wrap.py", _module(
         '"""Text wrapping for docfmt (vendored from CPython\'s textwrap, trimmed)."""\n\nimport re\n',
         excerpt("textwrap.py", "TextWrapper", "a99b025286c98119")))
-    test = ("def test_long_word_does_not_leave_an_empty_line():\n"
-            "    w = TextWrapper(width=10, max_lines=2, break_long_words=False)\n"
-            ">   assert w.wrap('supercalifragilistic is long') == ['supercalifragilistic', 'is long']")
+    test = ("def test_bullet_with_max_lines_fits_without_placeholder():\n"
+            "    w = TextWrapper(width=10, max_lines=2, initial_indent='- ', subsequent_indent='      ')\n"
+            ">   assert w.wrap('short') == ['- short']")
+    check = "            if len(indent) + len(self.placeholder.lstrip()) > self.width:"
     steps = [
         _bash("Reproduce the failure first.", "python -m pytest tests/test_wrap.py -x -q", pytest_failure(
-            "python -m pytest tests/test_wrap.py -x -q", "tests/test_wrap.py", "test_long_word_does_not_leave_an_empty_line",
-            test, [(wrap, "wrap", "return self._wrap_chunks(chunks)"),
-                   (wrap, "_wrap_chunks", "raise ValueError(\"placeholder too large for max width\")")],
+            "python -m pytest tests/test_wrap.py -x -q", "tests/test_wrap.py",
+            "test_bullet_with_max_lines_fits_without_placeholder", test,
+            [(wrap, "wrap", "return self._wrap_chunks(chunks)"),
+             (wrap, "_wrap_chunks", "raise ValueError(\"placeholder too large for max width\")")],
             "ValueError: placeholder too large for max width", 14), 1),
-        _grep("Find where long words and the placeholder are handled.", r"def |_handle_long_word|placeholder too", [wrap],
-              "docfmt/wrap.py"),
-        _read(wrap, "Read the chunk loop around the error.", *_around(wrap, "chunks.reverse()", 2, 55)),
-        _read(wrap, "Now the long-word handler it calls.", *_around(wrap, "def _handle_long_word", 0, 39)),
+        _grep("Find every place the placeholder is used.", r"def |placeholder", [wrap], "docfmt/wrap.py"),
+        _read(wrap, "Read the start of _wrap_chunks, where the check raises.", *_around(wrap, "def _wrap_chunks", 0, 56)),
+        _read(wrap, "Read the branch that actually appends the placeholder.", *_around(wrap, "if cur_line:", 0, 39)),
     ]
-    old = "            if chunks and len(chunks[-1]) > width:\n                self._handle_long_word(chunks, cur_line, cur_len, width)"
-    edit, _ = _edit("Only split a long word when breaking is allowed; otherwise put it on its own line.", wrap, old,
-                    old.replace("self._handle_long_word", "self._place_long_word"))
+    edit, _ = _edit("The placeholder is only needed when lines are dropped; defer the error to that branch.", wrap,
+                    check + '\n                raise ValueError("placeholder too large for max width")',
+                    check + "\n                placeholder_too_large = True  # raised only if a line is dropped")
     steps.append(edit)
-    return SWE, ("Issue #212: `TextWrapper(width=10, max_lines=2, break_long_words=False).wrap('supercalifragilistic is "
-                 "long')` raises `ValueError: placeholder too large for max width` although the placeholder fits. Expected "
-                 "the long word alone on the first line. Fix it without changing the public API."), steps
+    return SWE, ("Issue #212: `TextWrapper(width=10, max_lines=2, initial_indent='- ', subsequent_indent='      ')"
+                 ".wrap('short')` raises `ValueError: placeholder too large for max width`, although 'short' fits on "
+                 "one line and no placeholder is needed. Raise only when the placeholder would actually be used."), steps
 
 
 def graphlib_scenario() -> tuple[str, str, list[tuple[str, str]]]:
@@ -165,7 +170,7 @@ def graphlib_scenario() -> tuple[str, str, list[tuple[str, str]]]:
     steps = [
         _bash("Run the runner tests to see the failure.", "python -m pytest tests/test_runner.py -x -q", pytest_failure(
             "python -m pytest tests/test_runner.py -x -q", "tests/test_runner.py", "test_failed_task_stops_the_run", test,
-            [(runner, "run", "future.result()")], "RuntimeError: boom\n\nDuring handling, the task 'c' was still started",
+            [(runner, "run", "future.result()")], "RuntimeError: boom",
             6), 1),
         _read(runner, "Look at how the runner drives the sorter.", 1, 21),
         _grep("Which sorter methods raise, and where?", r"def |raise ", [graph], "pipeline/graph.py"),
@@ -207,11 +212,10 @@ def json_scenario() -> tuple[str, str, list[tuple[str, str]]]:
               "JSONObject\nfastjson.errors.JSONDecodeError: Expecting property name enclosed in double quotes: "
               "line 1 column 9 (char 8)", 1),
     ]
-    old = ('        if nextchar != \'"\':\n            raise JSONDecodeError(\n'
-           '                "Expecting property name enclosed in double quotes", s, end - 1)')
-    edit, _ = _edit("After a comma, a closing brace means a trailing comma: report it at the comma.", decoder, old,
-                    '        if nextchar == \'}\':\n            raise JSONDecodeError("Trailing comma", s, comma_idx)\n'
-                    + old)
+    delimiter = "            raise JSONDecodeError(\"Expecting ',' delimiter\", s, end - 1)\n"
+    edit, _ = _edit("Remember where the comma is, so a trailing comma can be reported at it.", decoder,
+                    delimiter + "        end = _w(s, end).end()",
+                    delimiter + "        comma_idx = end - 1\n        end = _w(s, end).end()")
     steps.append(edit)
     return SWE, ("Error messages for a trailing comma in an object are confusing: `loads('{\"a\": 1,}')` says "
                  "'Expecting property name enclosed in double quotes' at column 9. Report 'Trailing comma' at the "
@@ -354,7 +358,7 @@ def sniffer_scenario() -> tuple[str, str, list[tuple[str, str]]]:
          observation(sample + "\n[exit code: 0]")),
         _grep("Where is the delimiter chosen?", r"def |preferred|delims\[|consistency", [sniff], "tabular/sniff.py"),
         _read(sniff, "Read the frequency-based guess.", *_around(sniff, "def _guess_delimiter", 0, 64)),
-        _read(sniff, "The rest of it: how ties between candidates are broken.", *_around(sniff, "# analyze another", 0, 40)),
+        _read(sniff, "The rest of it: how ties between candidates are broken.", *_around(sniff, "# analyze another", 18, 23)),
     ]
     return SWE, ("`tabular import samples/payments.csv` splits rows on ':' instead of ','. The file has timestamps "
                  "with colons in every row. Make the sniffer prefer ',' in this case without breaking the other "
@@ -370,7 +374,8 @@ def tutor_scenario() -> tuple[str, str, list[tuple[str, str]]]:
         (action("Compare both methods on a small sample.", "run_python",
                 expression="[statistics.quantiles([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], n=4, method=m) "
                            "for m in ('exclusive', 'inclusive')]"),
-         observation({"result": "[[2.75, 5.5, 8.25], [3.25, 5.5, 7.75]]"})),
+         observation({"result": repr([statistics.quantiles(range(1, 11), n=4, method=m)
+                                      for m in ("exclusive", "inclusive")])})),
         (action("They also asked about fractions; read limit_denominator.", "get_source", module="fractions",
                 name="Fraction.limit_denominator"),
          observation({"module": "fractions", "name": "Fraction.limit_denominator", "source": limit})),
