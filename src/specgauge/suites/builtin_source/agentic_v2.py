@@ -305,7 +305,7 @@ def lru_scenario() -> tuple[str, str, list[tuple[str, str]]]:
         (action("Compare with what the metrics endpoint reports.", "bash",
                 command="curl -s localhost:9102/debug/cache/price_lookup | python -m json.tool"),
          observation(json.dumps(info, indent=1) + "\n[exit code: 0]")),
-        _read(lru, "Read how keys are built; typed keys may duplicate entries.", *_around(lru, "def _make_key", 0, 30)),
+        _read(lru, "Read how keys are built; typed keys may duplicate entries.", *_around(lru, "class _HashedSeq", 0, 40)),
     ]
     return SWE, ("Our metrics say the `price_lookup` cache (maxsize=64, typed=True) never evicts and its currsize "
                  "stays below maxsize while the hit rate is only 41%. Find out whether the cache or the metrics are "
