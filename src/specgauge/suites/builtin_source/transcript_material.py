@@ -14,9 +14,14 @@ import difflib
 import hashlib
 import json
 import re
+import sysconfig
 from dataclasses import dataclass
+from pathlib import Path
 
-from specgauge.train.stdlib_material import stdlib_root
+
+def stdlib_root() -> Path:
+    """The directory of the running interpreter's standard library."""
+    return Path(sysconfig.get_paths()["stdlib"])
 
 
 class StdlibExcerptMismatch(RuntimeError):
