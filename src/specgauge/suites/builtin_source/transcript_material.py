@@ -107,7 +107,7 @@ def pytest_failure(command: str, test_path: str, test_name: str, test_body: str,
     out = [f"$ {command}", f"{test_path} " + "." * passed + "F", "=" * 30 + " FAILURES " + "=" * 30,
            f"{rule} {test_name} {rule}", ""]
     body = test_body.splitlines()
-    out += [("" if line.startswith(">") else "    ") + line for line in body]
+    out += [(">    " + line[1:]) if line.startswith(">") else "    " + line for line in body]  # pytest's marker
     test_line = next(i for i, line in enumerate(body, 1) if line.startswith(">"))
     out += ["", f"{test_path}:{10 + test_line}: ", "_ " * 20]
     for file, function, snippet in frames:
