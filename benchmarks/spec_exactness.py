@@ -31,7 +31,10 @@ from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
 TARGET = ROOT / "src" / "specgauge" / "assets" / "target"
-SUITES = ("coding", "encyclopedic", "chat", "agentic", "reasoning")
+# agentic@1, pinned: the prompt set this benchmark was measured with on the 512-token shipped target
+# (8 of its 45 transcripts fit with --tokens 64); agentic@2 (median 1,608 prompt tokens) is sized for
+# a 4,096-token context.
+SUITES = ("coding", "encyclopedic", "chat", "agentic@1", "reasoning")
 
 
 def prompts_for(engine: Engine, count: int, tokens: int) -> list[list[int]]:

@@ -13,8 +13,8 @@ MINIMUMS = {"coding": 60, "agentic": 40, "reasoning": 40, "encyclopedic": 40, "c
 
 @pytest.mark.parametrize("name,minimum", sorted(MINIMUMS.items()))
 def test_builtin_meets_its_minimum_and_loads(name, minimum):
-    suite = load_suite(name)
-    assert suite.ref == f"{name}@1" and len(suite.requests) >= minimum
+    suite = load_suite(name)  # the newest version
+    assert suite.ref == f"{name}@{builtin_suites()[name][-1]}" and len(suite.requests) >= minimum
     assert suite.description and "max_tokens" in suite.description
     if name != "mixed":
         assert suite.domains() == [name]
@@ -32,6 +32,12 @@ def test_shipped_jsonl_equals_the_generator_output():
     for file_name, text in render_all().items():
         assert (BUILTIN_DIR / file_name).read_text(encoding="utf-8") == text, (
             f"{file_name} is stale: run python -m specgauge.suites.builtin_source (and bump the version)")
+
+
+def test_released_versions_stay_loadable():
+    assert builtin_suites()["agentic"] == [1, 2] and load_suite("agentic").ref == "agentic@2"
+    assert load_suite("agentic@1").content_hash.startswith("a0554cf7b27a")  # released: never changes
+    assert load_suite("mixed@1").content_hash.startswith("e0e3c0520f20")
 
 
 def test_smoke_suite_is_kept():

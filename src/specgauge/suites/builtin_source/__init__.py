@@ -1,8 +1,10 @@
 """Python sources of the built-in suites; ``python -m specgauge.suites.builtin_source`` writes the JSONL files.
 
-The shipped ``suites/builtin/NAME@1.jsonl`` files must equal what :func:`render_all` produces (a test
-checks it). Changing a prompt here changes its suite's hash: give the changed suite a new version
-(add ``NAME@2`` beside ``NAME@1``) rather than editing a released file.
+The shipped ``suites/builtin/NAME@VERSION.jsonl`` files must equal what :func:`render_all` produces (a
+test checks it). Changing a prompt here changes its suite's hash: give the changed suite a new version
+(add ``NAME@2`` beside ``NAME@1``) rather than editing a released file. Released versions: every domain
+suite and ``mixed`` at 1 (from the modules in :data:`DOMAIN_MODULES`); ``agentic@2`` (from
+:mod:`.agentic_v2`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import io
 import json
 from pathlib import Path
 
-from specgauge.suites.builtin_source import agentic, chat, coding, encyclopedic, reasoning
+from specgauge.suites.builtin_source import agentic, agentic_v2, chat, coding, encyclopedic, reasoning
 from specgauge.suites.model import Suite
 
 DOMAIN_MODULES = (coding, agentic, reasoning, encyclopedic, chat)
@@ -23,6 +25,12 @@ def domain_suites() -> list[Suite]:
     """The five domain suites, version 1."""
     return [Suite(name=m.NAME, version=VERSION, description=m.DESCRIPTION, requests=tuple(m.requests()))
             for m in DOMAIN_MODULES]
+
+
+def newer_suites() -> list[Suite]:
+    """The suites released after version 1: ``agentic@2``."""
+    return [Suite(name=agentic_v2.NAME, version=agentic_v2.VERSION, description=agentic_v2.DESCRIPTION,
+                  requests=tuple(agentic_v2.requests()))]
 
 
 def mixed_suite(suites: list[Suite]) -> Suite:
@@ -49,7 +57,7 @@ def render(suite: Suite) -> str:
 def render_all() -> dict[str, str]:
     """File name → JSONL text for every generated built-in suite."""
     suites = domain_suites()
-    return {f"{s.name}@{s.version}.jsonl": render(s) for s in [*suites, mixed_suite(suites)]}
+    return {f"{s.name}@{s.version}.jsonl": render(s) for s in [*suites, mixed_suite(suites), *newer_suites()]}
 
 
 def write_all(directory: Path) -> list[Path]:
