@@ -203,10 +203,12 @@ def export_draft_command(draft_dir: Path, engine: str, output: Path) -> None:
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="With it, write MODEL_DIR/TRAINING.md and SHA256SUMS from this run and the evaluation.")
 @click.option("--wall", default="not recorded", help="Wall time of the run, for TRAINING.md.")
+@click.option("--eval-windows", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Validation windows of the model's context length per source.")
 @click.option("--sources", default=None, help="Corpus sources to evaluate, comma-separated (default: the run's, "
               "else code_stdlib,agentic_tools,prose_docs).")
 def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens: int, json_out: Path | None, threads: int,
-                 ignore_eos: bool, run_dir: Path | None, wall: str, sources: str | None) -> None:
+                 ignore_eos: bool, run_dir: Path | None, wall: str, eval_windows: int, sources: str | None) -> None:
     """Validation loss per source and the distinct-trigram share of greedy continuations."""
     require_extra("engine", "torch", "tokenizers", "safetensors")
     import json
@@ -232,7 +234,7 @@ def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens
     if unknown or not chosen:
         raise UserError(f"--sources: {', '.join(unknown) or 'none given'}; expected some of {', '.join(SOURCES)}")
     report = evaluate_model(model_dir, corpus_dir, prompts_per_source=prompts, max_new_tokens=max_new_tokens,
-                            threads=threads, ignore_eos=ignore_eos, sources=chosen)
+                            threads=threads, ignore_eos=ignore_eos, sources=chosen, eval_windows=eval_windows)
     for source, row in report["sources"].items():
         click.echo(f"{source}: val loss {row['val_loss']:.3f}, distinct trigrams {row['distinct_trigram_share']:.3f}, "
                    f"mean generated {row['mean_generated_tokens']:.1f} tokens")
@@ -241,6 +243,7 @@ def eval_command(model_dir: Path, corpus_dir: Path, prompts: int, max_new_tokens
     if summary is not None:
         from specgauge.train.report import reproduce_commands, write_training_report
 
+        summary = {**summary, "eval_windows_at_eval": eval_windows}
         path = write_training_report(model_dir, report, summary, reproduce_commands(summary, model_dir, prompts, max_new_tokens))
         click.echo(f"wrote {path} and SHA256SUMS")
 

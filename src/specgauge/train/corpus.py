@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from specgauge.train.stdlib_material import (SourceFile, docstrings_of, documented_functions, iter_stdlib_files,
                                               pydoc_topics)
 
+from specgauge.train.samples import CorpusConfig, Sample, chunks, paragraph_chunks  # noqa: F401
 from specgauge.train.long_sources import LONG_SOURCES, code_file_samples, prose_long_samples, session_samples
 
 TARGET_SOURCES = ("code_stdlib", "agentic_tools", "prose_docs")  # what the 512-token target and the tokenizer learn from
@@ -37,54 +37,10 @@ SPLITS = ("train", "validation")
 SHARD_SAMPLES = 5000
 
 
-@dataclass(frozen=True)
-class CorpusConfig:
-    """What decides the corpus: the seed, the validation share and the sizes."""
-
-    seed: int = 0
-    validation_fraction: float = 0.05
-    agentic_samples: int = 8000
-    max_code_files: int = 2000
-    chunk_chars: int = 2400
-    long_chunk_chars: int = 12000
-    session_samples: int = 3000
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.validation_fraction < 0.5:
-            raise ValueError("validation_fraction must be in (0, 0.5)")
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One conversation; ``group`` decides its split (chunks of one file share a group)."""
-
-    id: str
-    source: str
-    group: str
-    messages: list[dict]
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "source": self.source, "messages": self.messages}
-
-
 def split_of(group: str, config: CorpusConfig) -> str:
     """``validation`` for a stable ``validation_fraction`` share of groups, else ``train``."""
     digest = hashlib.sha256(f"{config.seed}:{group}".encode()).digest()
     return "validation" if int.from_bytes(digest[:8], "big") / 2**64 < config.validation_fraction else "train"
-
-
-def _chunks(text: str, limit: int) -> Iterator[str]:
-    """Consecutive pieces of ``text`` of about ``limit`` characters, cut before a top-level line."""
-    lines = text.split("\n")
-    start, size = 0, 0
-    for index, line in enumerate(lines):
-        size += len(line) + 1
-        next_is_top = index + 1 < len(lines) and lines[index + 1][:1] not in ("", " ", "\t", ")", "]", "}")
-        if size >= limit and (next_is_top or size >= 2 * limit):
-            yield "\n".join(lines[start : index + 1])
-            start, size = index + 1, 0
-    if start < len(lines) and "".join(lines[start:]).strip():
-        yield "\n".join(lines[start:])
 
 
 CODE_PROMPTS = (
@@ -100,7 +56,7 @@ def code_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]:
     chosen = files if len(files) <= config.max_code_files else sorted(rng.sample(files, config.max_code_files), key=lambda f: f.relpath)
     samples = []
     for source in chosen:
-        for index, chunk in enumerate(_chunks(source.text, config.chunk_chars)):
+        for index, chunk in enumerate(chunks(source.text, config.chunk_chars)):
             lines = chunk.split("\n")
             if len(lines) < 6:
                 continue
@@ -144,18 +100,6 @@ def question_samples(files: list[SourceFile], config: CorpusConfig) -> list[Samp
     return samples
 
 
-def _paragraph_chunks(text: str, limit: int) -> list[str]:
-    chunks, current = [], ""
-    for para in text.strip().split("\n\n"):
-        if current and len(current) + len(para) > limit:
-            chunks.append(current)
-            current = ""
-        current = f"{current}\n\n{para}" if current else para
-    if current:
-        chunks.append(current)
-    return chunks
-
-
 DOC_QUESTIONS = {
     "module": ("What is the `{name}` module for?", "Describe the Python module `{name}`."),
     "class": ("What is the class `{name}`?", "Explain what `{name}` represents."),
@@ -168,7 +112,7 @@ def prose_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]
     rng = random.Random(config.seed * 7919 + 2)
     samples = []
     for title, text in pydoc_topics():
-        pieces = _paragraph_chunks(text, config.chunk_chars)
+        pieces = paragraph_chunks(text, config.chunk_chars)
         for index, piece in enumerate(pieces):
             if index == 0:
                 prompt = rng.choice(("What does the Python reference say about {t}?", "Explain {t} in Python.", "Topic: {t}")).format(t=title)
@@ -183,7 +127,7 @@ def prose_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]
                 continue
             name = f"{doc.module}.{doc.qualname}" if doc.qualname else doc.module
             prompt = rng.choice(DOC_QUESTIONS[doc.kind]).format(name=name, sig=doc.signature)
-            body = _paragraph_chunks(doc.text, config.chunk_chars)[0]
+            body = paragraph_chunks(doc.text, config.chunk_chars)[0]
             samples.append(Sample(f"doc-{name}-{index}", "prose_docs", f"module:{doc.module}",
                                   [{"role": "user", "content": prompt}, {"role": "assistant", "content": body}]))
     return samples

@@ -104,7 +104,7 @@ def evaluate_model(model_dir: Path, corpus_dir: Path, prompts_per_source: int = 
     stop_ids = set() if ignore_eos else {tokenizer.token_to_id(END), tokenizer.token_to_id(END_OF_TEXT)}
     val = validation_losses(model, load_split(corpus_dir, "validation", sources), model.config.max_position_embeddings,
                             eval_windows, bf16=False)
-    report: dict = {"model_dir": str(model_dir), "parameters": model.num_parameters(), "max_new_tokens": max_new_tokens,
+    report: dict = {"model_dir": str(model_dir), "parameters": model.num_parameters(), "max_new_tokens": max_new_tokens, "eval_windows": eval_windows,
                     "prompts_per_source": prompts_per_source, "ignore_eos": ignore_eos, "sources": {}}
     for source in sources:
         distinct = total = generated = 0

@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import json
 import random
-from typing import TYPE_CHECKING
 
 from specgauge.train.agentic import SCENARIO_TOOLS, SCENARIOS, TOOL_SPECS, Material, _call
+from specgauge.train.samples import CorpusConfig, Sample, chunks, paragraph_chunks
 from specgauge.train.stdlib_material import SourceFile, docstrings_of, pydoc_topics
-
-if TYPE_CHECKING:
-    from specgauge.train.corpus import CorpusConfig, Sample
 
 LONG_SOURCES = ("code_files", "agentic_sessions", "prose_long")
 
@@ -35,21 +32,12 @@ FILE_PROMPTS = (
 )
 
 
-def _pieces(text: str, limit: int) -> list[str]:
-    """``text`` cut before a top-level line into pieces of at most about ``limit`` characters."""
-    from specgauge.train.corpus import _chunks
-
-    return list(_chunks(text, limit))
-
-
-def code_file_samples(files: list[SourceFile], config: "CorpusConfig") -> list["Sample"]:
+def code_file_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]:
     """``code_files``: whole modules (long ones in pieces), opening lines in the user turn."""
-    from specgauge.train.corpus import Sample
-
     rng = random.Random(config.seed * 7919 + 11)
     samples = []
     for source in files:
-        for index, piece in enumerate(_pieces(source.text, config.long_chunk_chars)):
+        for index, piece in enumerate(chunks(source.text, config.long_chunk_chars)):
             lines = piece.split("\n")
             if len(lines) < 24:
                 continue
@@ -80,10 +68,8 @@ def _long_read(rng: random.Random, material: Material) -> list[dict]:
     ]
 
 
-def session_samples(files: list[SourceFile], config: "CorpusConfig") -> list["Sample"]:
+def session_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]:
     """``agentic_sessions``: ``session_samples`` sessions of 3 to 12 tasks each."""
-    from specgauge.train.corpus import Sample
-
     material = Material.from_files(files)
     rng = random.Random(config.seed * 7919 + 12)
     samples = []
@@ -102,14 +88,12 @@ def session_samples(files: list[SourceFile], config: "CorpusConfig") -> list["Sa
     return samples
 
 
-def prose_long_samples(files: list[SourceFile], config: "CorpusConfig") -> list["Sample"]:
+def prose_long_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]:
     """``prose_long``: whole reference topics, and each module's docstrings as one answer."""
-    from specgauge.train.corpus import Sample, _paragraph_chunks
-
     rng = random.Random(config.seed * 7919 + 13)
     samples = []
     for title, text in pydoc_topics():
-        for index, piece in enumerate(_paragraph_chunks(text, config.long_chunk_chars)):
+        for index, piece in enumerate(paragraph_chunks(text, config.long_chunk_chars)):
             prompt = (rng.choice(("Explain {t} in Python, in full.", "What does the Python reference say about {t}?"))
                       if index == 0 else "Go on with the reference text on {t}.").format(t=title)
             samples.append(Sample(f"topic-long-{title}-{index}", "prose_long", f"topic:{title}",
@@ -122,7 +106,7 @@ def prose_long_samples(files: list[SourceFile], config: "CorpusConfig") -> list[
         for doc in docs:
             name = f"{doc.module}.{doc.qualname}" if doc.qualname else doc.module
             parts.append(f"`{name}{doc.signature}`\n\n{doc.text}")
-        for index, piece in enumerate(_paragraph_chunks("\n\n".join(parts), config.long_chunk_chars)):
+        for index, piece in enumerate(paragraph_chunks("\n\n".join(parts), config.long_chunk_chars)):
             prompt = f"Document the public API of the `{source.module}` module." if index == 0 else \
                 f"Continue the API documentation of `{source.module}`."
             samples.append(Sample(f"apidoc-{source.module}-{index}", "prose_long", f"module:{source.module}",

@@ -56,6 +56,8 @@ def run_summary(run_dir: Path, wall: str) -> dict:
         "best_step": best["step"], "batch_size": config["batch_size"], "seq_len": config["seq_len"], "wall": wall,
         "target_command": target_command_line(config, shape),
         "sources": tuple(config.get("sources", TARGET_SOURCES)),
+        "init_from": config.get("init_from"), "bf16": config.get("bf16", True),
+        "eval_windows": config.get("eval_windows", 24),
     }
 
 
@@ -79,15 +81,17 @@ def target_command_line(config: dict, shape: dict) -> str:
 
 def reproduce_commands(summary: dict, model_dir: Path, prompts: int, max_new_tokens: int) -> list[str]:
     """The command lines that rebuild corpus, tokenizer and target, export and evaluate them."""
+    start = summary.get("init_from")
+    tokenizer = start or "runs/tokenizer"  # a continued run keeps its starting model's tokenizer
     return [
         "pip install -e '.[engine]'",
-        "specgauge train corpus --output runs/corpus --seed 0",
-        "specgauge train tokenizer --corpus runs/corpus --output runs/tokenizer --vocab-size 4096",
-        "specgauge train corpus --output runs/corpus --seed 0 --tokenizer runs/tokenizer",
-        summary["target_command"],
-        f"specgauge train export runs/target --tokenizer runs/tokenizer --output {model_dir}",
+        *([] if start else ["specgauge train corpus --output runs/corpus --seed 0",
+                            "specgauge train tokenizer --corpus runs/corpus --output runs/tokenizer --vocab-size 4096"]),
+        f"specgauge train corpus --output runs/corpus --seed 0 --tokenizer {tokenizer}",
+        summary["target_command"].replace("--tokenizer runs/tokenizer", f"--tokenizer {tokenizer}"),
+        f"specgauge train export runs/target --tokenizer {tokenizer} --output {model_dir}",
         f"specgauge train eval {model_dir} --corpus runs/corpus --prompts {prompts} --max-new-tokens {max_new_tokens} "
-        f"--run-dir runs/target",
+        f"--eval-windows {summary.get('eval_windows_at_eval', 64)} --run-dir runs/target",
     ]
 
 
@@ -98,7 +102,14 @@ def write_training_report(model_dir: Path, evaluation: dict, run_summary: dict, 
     config = json.loads((model_dir / "config.json").read_text())
     digests = {name: file_sha256(model_dir / name) for name in SHIPPED_FILES}
     shape_keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                  "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings", "torch_dtype")
+                  "num_key_value_heads", "head_dim", "max_position_embeddings", "rope_theta", "tie_word_embeddings",
+                  "torch_dtype")
+    start = run_summary.get("init_from")
+    started = []
+    if start and (Path(start) / "model.safetensors").is_file():
+        started = [f"- started from: `{start}` (model.safetensors sha256 `{file_sha256(Path(start) / 'model.safetensors')}`), "
+                   "its heads widened to this head_dim with the same function (`specgauge.train.widen`), then trained on",
+                   f"  the sources {', '.join(run_summary.get('sources', ()))}"]
     lines = [
         "# The embedded target model: how it was trained and what it measures",
         "",
@@ -113,6 +124,7 @@ def write_training_report(model_dir: Path, evaluation: dict, run_summary: dict, 
         "## Run",
         "",
         f"- machine: {machine_description()}",
+        *started,
         f"- parameters: {evaluation['parameters']:,} (tied embeddings), stored as bf16",
         f"- shape: " + ", ".join(f"{k}={config[k]}" for k in shape_keys if k in config),
         f"- optimizer steps: {run_summary['step']}, batch {run_summary['batch_size']} x {run_summary['seq_len']} tokens "
@@ -122,7 +134,7 @@ def write_training_report(model_dir: Path, evaluation: dict, run_summary: dict, 
         "",
         "## Measured",
         "",
-        f"Validation loss: mean next-token cross-entropy over all tokens of up to 64 windows of "
+        f"Validation loss: mean next-token cross-entropy over all tokens of up to {evaluation.get('eval_windows', 64)} windows of "
         f"{config.get('max_position_embeddings')} tokens per source (fp32). Distinct-trigram share: distinct / all "
         f"token trigrams of greedy continuations (≤ {evaluation['max_new_tokens']} tokens, stopping at `<|end|>`"
         f"{' ignored' if evaluation['ignore_eos'] else ''}) of the first {evaluation['prompts_per_source']} held-out "
@@ -134,7 +146,9 @@ def write_training_report(model_dir: Path, evaluation: dict, run_summary: dict, 
     for source, row in evaluation["sources"].items():
         lines.append(f"| {source} | {row['val_loss']:.3f} | {row['distinct_trigram_share']:.3f} | {row['mean_generated_tokens']:.1f} |")
     if run_summary.get("history"):
-        lines += ["", "Validation loss during training (bf16 autocast, first 24 windows per source):", "",
+        precision = "bf16 autocast" if run_summary.get("bf16", True) else "fp32"
+        lines += ["", f"Validation loss during training ({precision}, first {run_summary.get('eval_windows', 24)} "
+                  "windows per source):", "",
                   "| step | " + " | ".join(evaluation["sources"]) + " |", "| --- |" + " --- |" * len(evaluation["sources"])]
         for entry in run_summary["history"]:
             lines.append(f"| {entry['step']} | " + " | ".join(f"{entry['val'][s]:.3f}" for s in evaluation["sources"]) + " |")
