@@ -12,6 +12,7 @@ import click
 
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
+from specgauge.tokenizer_option import TokenizerPath
 from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
 from specgauge.load.workers.options import placement_from, placement_options
@@ -184,8 +185,9 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--rounds", type=click.IntRange(min=1),
               help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
 @click.option("--model", help="model name (else auto-detected per arm); with --engine, the model the arms serve")
-@click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False),
-              help="tokenizer.json: tokens per chunk when the server sends no counts; its chat template for sglang")
+@click.option("--tokenizer", type=TokenizerPath(),
+              help="tokenizer.json (or a shipped model's name): tokens per chunk when the server sends no counts; "
+                   "its chat template for sglang")
 @click.option("--api-key", help="bearer token (else $OPENAI_API_KEY); never stored")
 @click.option("--label", default="speculation", show_default=True, help="what the verdict calls the speculative arm")
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True, help="bootstrap resamples")
