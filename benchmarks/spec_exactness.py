@@ -26,12 +26,12 @@ import torch  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
-from specgauge.engine.models.shipped import DEFAULT  # noqa: E402
+from specgauge.shipped_models import DEFAULT  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
-TARGET = DEFAULT.target_dir   # the default shipped model (engine/models/shipped.py)
+TARGET = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
 SUITES = ("coding", "encyclopedic", "chat", "agentic", "reasoning")
 
 

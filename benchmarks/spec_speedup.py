@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from specgauge.analysis.definitions import accept_length, decode_tok_s, output_token_count  # noqa: E402
 from specgauge.client.endpoint import Endpoint  # noqa: E402
-from specgauge.engine.models.shipped import DEFAULT, DIRECTORY_DRAFT_DIR, resolve_model  # noqa: E402
+from specgauge.shipped_models import DEFAULT, DIRECTORY_DRAFT_DIR, resolve_model  # noqa: E402
 from specgauge.engine.serving.launch import EngineProcess  # noqa: E402
 from specgauge.load.plan import PointSpec  # noqa: E402
 from specgauge.load.runner import run_async, run_point  # noqa: E402

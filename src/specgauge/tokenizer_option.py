@@ -17,6 +17,6 @@ class TokenizerPath(click.ParamType):
 
     def convert(self, value, param, ctx):
         """The tokenizer file ``value`` names; a one-line usage error when there is none."""
-        from specgauge.engine.models.shipped import resolve_tokenizer
+        from specgauge.shipped_models import resolve_tokenizer
 
         return self._path.convert(resolve_tokenizer(str(value)), param, ctx)

@@ -1,4 +1,4 @@
-"""The shipped-model registry (engine/models/shipped.py) and ``--model NAME|DIR`` on serve, demo, models."""
+"""The shipped-model registry (shipped_models.py) and ``--model NAME|DIR`` on serve, demo, models."""
 
 import json
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import pytest
 
-from specgauge.engine.models.shipped import (DEFAULT, DEFAULT_MODEL, DIRECTORY_DRAFT_DIR, SHIPPED, ShippedModel,
+from specgauge.shipped_models import (DEFAULT, DEFAULT_MODEL, DIRECTORY_DRAFT_DIR, SHIPPED, ShippedModel,
                                              describe, get_shipped, parameter_count, present_models, resolve_model,
                                              resolve_tokenizer, shipped_names)
 from specgauge.engine.serving.commands import draft_model_path
@@ -153,7 +153,7 @@ def test_demo_plan_names_a_non_default_model_in_both_arms(model_without_drafter)
 
 
 def test_the_registry_module_imports_no_torch():
-    code = "import sys, specgauge.engine.models.shipped; print('torch' in sys.modules)"
+    code = "import sys, specgauge.shipped_models; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "False"
 

@@ -494,7 +494,7 @@ def demo_command(output_dir: str, db: str | None, quick: bool, rounds: int, mode
     """Speculation off vs EAGLE-3 on the embedded engine: single stream on coding and encyclopedic,
     a concurrency sweep, the verdict, report.html and verdict.json in DIR."""
     from specgauge.compare.demo import run_demo
-    from specgauge.engine.models.shipped import DEFAULT, get_shipped
+    from specgauge.shipped_models import DEFAULT, get_shipped
 
     try:
         model = get_shipped(model_name) if model_name else DEFAULT

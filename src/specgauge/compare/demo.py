@@ -16,10 +16,10 @@ from pathlib import Path
 
 from specgauge.analysis.results import CompareResult
 from specgauge.compare.plan import ArmConfig, ComparePlan
-from specgauge.engine.models.shipped import DEFAULT, ShippedModel
 from specgauge.errors import UserError
+from specgauge.shipped_models import DEFAULT, ShippedModel
 
-TARGET_DIR = DEFAULT.target_dir   # the default shipped model (engine/models/shipped.py)
+TARGET_DIR = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
 DRAFT_DIR = DEFAULT.draft_dir     # its EAGLE-3 head, serve's default --speculative-draft-model-path
 SPECULATIVE_ALGORITHM = "EAGLE3"
 

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from specgauge.engine.models.shipped import DEFAULT
+from specgauge.shipped_models import DEFAULT
 from specgauge.vllm_setup.layout import lay_out_draft, lay_out_target
 from specgauge.vllm_setup.serve import METHODS, SetupError, default_setup
 

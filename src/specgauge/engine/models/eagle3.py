@@ -63,7 +63,7 @@ from specgauge.engine.models.attention import paged_attention
 from specgauge.engine.models.linear import choose_packing, linear, pack
 from specgauge.engine.models.llama import (LlamaConfig, LlamaForCausalLM, LlamaMLP, RMSNorm, apply_rope, apply_rope_signed,
                                            rope_cos_sin, rope_inv_freq, signed_sin)
-from specgauge.engine.models.shipped import DIRECTORY_DRAFT_DIR
+from specgauge.shipped_models import DIRECTORY_DRAFT_DIR
 
 if TYPE_CHECKING:
     from specgauge.engine.core.kv_cache import ForwardBatch, KVCache
@@ -546,7 +546,7 @@ def target_features(target: LlamaForCausalLM, input_ids: torch.Tensor,
 
 # -- files -----------------------------------------------------------------------------------------
 WEIGHTS_FILE = "model.safetensors"
-SHIPPED_DRAFT_DIR = DIRECTORY_DRAFT_DIR   # the specgauge-8m drafter (engine/models/shipped.py)
+SHIPPED_DRAFT_DIR = DIRECTORY_DRAFT_DIR   # the specgauge-8m drafter (shipped_models.py)
 
 
 def shipped_draft_dir() -> Path:

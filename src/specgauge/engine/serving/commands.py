@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
-from specgauge.engine.models.shipped import (DEFAULT, DIRECTORY_DRAFT_DIR, ShippedModel, resolve_model,
-                                             shipped_names)
 from specgauge.engine.serving.launch import READY_PREFIX
 from specgauge.errors import UserError, require_extra
+from specgauge.shipped_models import DEFAULT, DIRECTORY_DRAFT_DIR, ShippedModel, resolve_model, shipped_names
 
 # serve's EAGLE-3 chain defaults: the best pair for the shipped drafter on the reference CPU (docs/speculative.md)
 SERVE_NUM_STEPS = 5
@@ -179,7 +178,7 @@ def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device:
 @click.command("models")
 def models() -> None:
     """The shipped models --model NAME accepts: name, context, parameters, drafter."""
-    from specgauge.engine.models.shipped import SHIPPED, describe
+    from specgauge.shipped_models import SHIPPED, describe
 
     rows = [describe(SHIPPED[name]) for name in shipped_names()]
     if not rows:

@@ -6,9 +6,13 @@ always known (its directory is where ``specgauge train target`` writes), so a mi
 reported as missing rather than as an unknown name.
 
 ``--model`` takes a directory or a shipped name, the way vLLM's ``--model`` takes a local path or
-a Hugging Face repo id (transformers looks for a local directory first): an existing directory
-wins, a value written as a path (a ``/``, or ``.``/``~`` first) is a directory; otherwise the value
-must be a shipped name.
+a Hugging Face repo id (vllm/config/model.py, ``ModelConfig.model``: "Name or path of the Hugging
+Face model to use"; a local directory is loaded as such): an existing directory wins, a value
+written as a path (a ``/``, or ``.``/``~`` first) is a directory; otherwise the value must be a
+shipped name.
+
+Pure data and file headers, no torch: the engine, the measuring side (tokenizers) and
+``vllm_setup`` all read it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 
 
 @dataclass(frozen=True)
