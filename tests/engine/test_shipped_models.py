@@ -30,11 +30,12 @@ def model_without_drafter(tiny_model_dir, monkeypatch):
     return entry
 
 
-def test_the_default_is_the_first_target_and_its_drafter():
-    assert DEFAULT_MODEL == "specgauge-8m" and get_shipped(DEFAULT_MODEL) is DEFAULT
-    assert DEFAULT.target_dir == ASSETS / "target" and DEFAULT.draft_dir == ASSETS / "draft"
-    assert DIRECTORY_DRAFT_DIR == ASSETS / "draft"
-    assert DEFAULT.tokenizer_path == ASSETS / "target" / "tokenizer.json"
+def test_the_first_target_keeps_its_name_files_and_drafter():
+    first = get_shipped("specgauge-8m")
+    assert first.target_dir == ASSETS / "target" and first.draft_dir == ASSETS / "draft" and first.context == 512
+    assert first.tokenizer_path == ASSETS / "target" / "tokenizer.json"
+    assert DIRECTORY_DRAFT_DIR == first.draft_dir     # what a plain --model DIR has always drafted with
+    assert get_shipped(DEFAULT_MODEL) is DEFAULT
 
 
 @pytest.mark.skipif(not DEFAULT_PRESENT, reason="the shipped target is not built")
@@ -173,3 +174,18 @@ def test_suite_check_counts_with_a_named_models_tokenizer_as_with_its_file():
                       str(DEFAULT.tokenizer_path), "--json")
     assert by_name.returncode == 0, by_name.stderr
     assert json.loads(by_name.stdout)["unit"] == "token" and by_name.stdout == by_file.stdout
+
+
+@pytest.mark.skipif(not (DEFAULT_PRESENT and (DIRECTORY_DRAFT_DIR / "config.json").is_file()),
+                    reason="the shipped target and drafter are not both built")
+def test_serve_by_name_runs_the_named_target_with_its_drafter():
+    import httpx
+
+    from specgauge.engine.serving.launch import EngineProcess
+
+    named = get_shipped("specgauge-8m")
+    with EngineProcess(["--model", named.name, "--speculative-algorithm", "EAGLE3", "--threads", "1"]) as proc:
+        info = httpx.get(proc.url + "/server_info").json()
+        card = httpx.get(proc.url + "/v1/models").json()["data"][0]
+    assert info["speculative_draft_model_path"] == str(named.draft_dir)
+    assert card["id"] == "specgauge-target" and card["max_model_len"] == named.context
