@@ -35,9 +35,10 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
 
+from specgauge.shipped_models import DEFAULT  # noqa: E402
 from specgauge.engine.serving.launch import EngineProcess  # noqa: E402
 
-SHIPPED = SRC / "specgauge" / "assets" / "target"
+SHIPPED = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
 PROMPTS = [
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
     "The history of the printing press begins",

@@ -47,12 +47,13 @@ import torch  # noqa: E402
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.serving.commands import SERVE_MIN_DRAFT_PROB, SERVE_NUM_STEPS  # noqa: E402
 from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
+from specgauge.shipped_models import DEFAULT  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.core.scheduler import SchedulerConfig  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
-TARGET = ROOT / "src" / "specgauge" / "assets" / "target"
+TARGET = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
 SERVE_EAGLE = dict(algorithm="EAGLE3", num_steps=SERVE_NUM_STEPS, min_draft_prob=SERVE_MIN_DRAFT_PROB)  # `serve`'s defaults
 
 

@@ -26,11 +26,12 @@ import torch  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
+from specgauge.shipped_models import DEFAULT  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
-TARGET = ROOT / "src" / "specgauge" / "assets" / "target"
+TARGET = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
 # agentic@1, pinned: the prompt set this benchmark was measured with on the 512-token shipped target
 # (8 of its 45 transcripts fit with --tokens 64); agentic@2 (median 1,608 prompt tokens) is sized for
 # a 4,096-token context.

@@ -45,11 +45,12 @@ import torch  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
+from specgauge.shipped_models import DEFAULT  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
-TARGET = SRC / "specgauge" / "assets" / "target"
+TARGET = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
 
 
 def build(name: str, draft: str | None) -> Engine:

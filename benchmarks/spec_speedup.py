@@ -36,21 +36,24 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from specgauge.analysis.definitions import accept_length, decode_tok_s, output_token_count  # noqa: E402
 from specgauge.client.endpoint import Endpoint  # noqa: E402
+from specgauge.shipped_models import DEFAULT, DIRECTORY_DRAFT_DIR, resolve_model  # noqa: E402
 from specgauge.engine.serving.launch import EngineProcess  # noqa: E402
 from specgauge.load.plan import PointSpec  # noqa: E402
 from specgauge.load.runner import run_async, run_point  # noqa: E402
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
-TARGET_DIR = ROOT / "src" / "specgauge" / "assets" / "target"
-DRAFT_DIR = ROOT / "src" / "specgauge" / "assets" / "draft"
-
-
 def resolve_models(args, scratch: Path) -> tuple[Path, Path, str]:
-    """Target and drafter directories, and a note saying where they came from."""
-    target = Path(args.model) if args.model else TARGET_DIR
-    draft = Path(args.draft) if args.draft else DRAFT_DIR
-    note = f"{'given' if args.model else 'shipped'} target + {'given' if args.draft else 'shipped'} drafter"
+    """Target and drafter directories (``--model``: a directory or a shipped name, as serve takes it),
+    and a note saying where they came from."""
+    try:
+        target, named = resolve_model(args.model) if args.model else (DEFAULT.target_dir, DEFAULT)
+    except KeyError as exc:
+        sys.exit(f"spec_speedup: --model: {exc.args[0]}")
+    shipped_draft = DIRECTORY_DRAFT_DIR if named is None else named.draft_dir
+    draft = Path(args.draft) if args.draft else shipped_draft
+    note = (f"{'shipped ' + named.name if named else 'given'} target + "
+            f"{'given' if args.draft else 'shipped'} drafter")
     if not (target / "config.json").is_file():
         from specgauge.engine.models.random_model import stdlib_text, write_random_model
 
@@ -58,7 +61,7 @@ def resolve_models(args, scratch: Path) -> tuple[Path, Path, str]:
                                     num_kv_heads=2, intermediate_size=1024, vocab_size=4096,
                                     max_position_embeddings=2048, tokenizer_text=stdlib_text(400_000))
         note = "RANDOM target weights (no shipped target)"
-    if not (draft / "config.json").is_file():
+    if draft is None or not (draft / "config.json").is_file():
         sys.path.insert(0, str(ROOT / "tests" / "engine"))
         from spec_testkit import write_random_head
 
@@ -146,7 +149,7 @@ def print_goals(rates: dict, levels: list[int]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", help="target directory (default: the shipped target)")
+    parser.add_argument("--model", help=f"target directory or shipped name (default: {DEFAULT.name})")
     parser.add_argument("--draft", help="EAGLE-3 head directory (default: the shipped drafter)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--num-steps", type=int, default=None, help="draft tokens per verify (chain); default: serve's")

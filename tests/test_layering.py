@@ -32,14 +32,18 @@ MEASUREMENT_LAYERS: tuple[tuple[str, ...], ...] = (
 # except compare (the demo starts `specgauge serve`; the fit check reads its tokenizer) and tune
 # (it starts `specgauge serve` per depth).
 ENGINE_LAYERS: tuple[tuple[str, ...], ...] = (("engine",), ("train",))
-BASE = frozenset({"specgauge", "errors", "output_paths", "speculation_schedule"})  # the package root
-# (`__version__`), `errors.py`, `output_paths.py` (output files and names checked before a command runs)
-# and vLLM's draft-depth schedule rules (pure), which the engine and the measuring side both apply
+BASE = frozenset({"specgauge", "errors", "output_paths", "speculation_schedule", "shipped_models",
+                  "tokenizer_option"})  # the package root
+# (`__version__`), `errors.py`, `output_paths.py` (output files and names checked before a command runs),
+# vLLM's draft-depth schedule rules (pure), which the engine and the measuring side both apply, the
+# registry of shipped models (pure data: where a name's target, drafter and tokenizer are) and the
+# `--tokenizer PATH|NAME` option type built on it
 
 
 def _allowed() -> dict[str, frozenset[str]]:
     allowed: dict[str, frozenset[str]] = {"specgauge": frozenset(), "errors": frozenset(),
-                                          "output_paths": frozenset({"errors"}), "speculation_schedule": frozenset()}
+                                          "output_paths": frozenset({"errors"}), "speculation_schedule": frozenset(),
+                                          "shipped_models": frozenset(), "tokenizer_option": frozenset({"shipped_models"})}
     for layers in (MEASUREMENT_LAYERS, ENGINE_LAYERS):
         below: set[str] = set(BASE)
         for layer in layers:

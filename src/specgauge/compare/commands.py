@@ -12,6 +12,7 @@ import click
 
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
+from specgauge.tokenizer_option import TokenizerPath
 from specgauge.load.commands import _NumberList, _one_line_validation_error, _write_text
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
 from specgauge.load.workers.options import placement_from, placement_options
@@ -184,8 +185,9 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
 @click.option("--rounds", type=click.IntRange(min=1),
               help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
 @click.option("--model", help="model name (else auto-detected per arm); with --engine, the model the arms serve")
-@click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False),
-              help="tokenizer.json: tokens per chunk when the server sends no counts; its chat template for sglang")
+@click.option("--tokenizer", type=TokenizerPath(),
+              help="tokenizer.json (or a shipped model's name): tokens per chunk when the server sends no counts; "
+                   "its chat template for sglang")
 @click.option("--api-key", help="bearer token (else $OPENAI_API_KEY); never stored")
 @click.option("--label", default="speculation", show_default=True, help="what the verdict calls the speculative arm")
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True, help="bootstrap resamples")
@@ -486,13 +488,20 @@ def baseline_list(db: str) -> None:
 @click.option("--quick", is_flag=True, help="fewer requests and a shorter sweep (a smoke test, not a verdict)")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="repeat the whole comparison (more pairs; the intervals include the drift between rounds)")
-def demo_command(output_dir: str, db: str | None, quick: bool, rounds: int) -> None:
+@click.option("--model", "model_name", default=None, metavar="NAME",
+              help="shipped model both arms serve (see 'specgauge models'; default: serve's default)")
+def demo_command(output_dir: str, db: str | None, quick: bool, rounds: int, model_name: str | None) -> None:
     """Speculation off vs EAGLE-3 on the embedded engine: single stream on coding and encyclopedic,
     a concurrency sweep, the verdict, report.html and verdict.json in DIR."""
     from specgauge.compare.demo import run_demo
+    from specgauge.shipped_models import DEFAULT, get_shipped
 
+    try:
+        model = get_shipped(model_name) if model_name else DEFAULT
+    except KeyError as exc:
+        raise click.BadParameter(exc.args[0], param_hint="'--model'") from None
     store_path = Path(db) if db else Path(output_dir) / "specgauge.db"
-    result = _run(run_demo(Path(output_dir), db=store_path, quick=quick, rounds=rounds))
+    result = _run(run_demo(Path(output_dir), db=store_path, quick=quick, rounds=rounds, model=model))
     _emit(result, output_json=None, output_dir=output_dir, to_stderr=False, db=str(store_path))
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from specgauge.analysis.results import CompareResult
 from specgauge.compare.plan import ArmConfig, ComparePlan
 from specgauge.errors import UserError
+from specgauge.shipped_models import DEFAULT, ShippedModel
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
-TARGET_DIR = ASSETS / "target"
-DRAFT_DIR = ASSETS / "draft"      # the shipped EAGLE-3 head, serve's default --speculative-draft-model-path
+TARGET_DIR = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
+DRAFT_DIR = DEFAULT.draft_dir     # its EAGLE-3 head, serve's default --speculative-draft-model-path
 SPECULATIVE_ALGORITHM = "EAGLE3"
 
 
@@ -31,14 +31,16 @@ def serve_help() -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
-def speculative_arm_missing() -> str | None:
-    """Why this build cannot run the EAGLE-3 arm, or None when it can."""
+def speculative_arm_missing(model: ShippedModel = DEFAULT) -> str | None:
+    """Why this build cannot run the EAGLE-3 arm on ``model``, or None when it can."""
     if importlib.util.find_spec("specgauge.engine.serving.launch") is None:
         return "the embedded engine is not part of this build"
-    if not (TARGET_DIR / "config.json").exists():
-        return f"the shipped target model is missing ({TARGET_DIR})"
-    if not (DRAFT_DIR / "config.json").exists():
-        return f"the shipped EAGLE-3 drafter is missing ({DRAFT_DIR})"
+    if not (model.target_dir / "config.json").exists():
+        return f"the shipped target model is missing ({model.target_dir})"
+    if model.draft_dir is None:
+        return f"{model.name} ships no EAGLE-3 drafter"
+    if not (model.draft_dir / "config.json").exists():
+        return f"the shipped EAGLE-3 drafter is missing ({model.draft_dir})"
     text = serve_help()
     if not text:
         return "'specgauge serve' is not available (install the engine extra: pip install 'specgauge[engine]')"
@@ -51,20 +53,23 @@ def speculative_arm_missing() -> str | None:
 DOMAINS = ("coding", "encyclopedic")
 
 
-def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = None, rounds: int = 1) -> ComparePlan:
+def demo_plan(*, quick: bool = False, domain_suites: dict[str, str] | None = None, rounds: int = 1,
+              model: ShippedModel = DEFAULT) -> ComparePlan:
     """The demo's comparison: the same engine with speculation off and with EAGLE-3.
 
     ``domain_suites`` maps a domain to the suite file it runs (the built-in suite cut to the
     target's context, :func:`prepare_suites`); ``rounds`` repeats the whole plan (the verdict's
-    intervals then include the drift between rounds).
+    intervals then include the drift between rounds); ``model`` is the shipped model both arms
+    serve (``serve --model NAME`` unless it is serve's default).
     """
+    serve_model = "" if model.name == DEFAULT.name else f"--model {model.name} "
     return ComparePlan(
-        baseline=ArmConfig(name="baseline", kind="engine", value="--speculative-algorithm NONE"),
+        baseline=ArmConfig(name="baseline", kind="engine", value=f"{serve_model}--speculative-algorithm NONE"),
         speculative=ArmConfig(name="speculative", kind="engine",
-                              value=f"--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
+                              value=f"{serve_model}--speculative-algorithm {SPECULATIVE_ALGORITHM}"),
         # SGLang /generate: cumulative token counts per chunk (one chunk per verify step) and per-request
         # acceptance in meta_info; the target's tokenizer renders the chat prompts with its template.
-        api="sglang", tokenizer=str(TARGET_DIR / "tokenizer.json"), domains=DOMAINS, domain_suites=domain_suites or {},
+        api="sglang", tokenizer=str(model.tokenizer_path), domains=DOMAINS, domain_suites=domain_suites or {},
         concurrency=(1, 4, 16) if quick else (1, 4, 16, 64),
         num_requests_single=3 if quick else 6, sweep_min_requests=4 if quick else 8, sweep_requests_per_user=1,
         max_tokens=max_tokens(quick), warmup=1, seed=0, temperature=0.0, label="EAGLE-3",
@@ -76,7 +81,8 @@ def max_tokens(quick: bool) -> int:
     return 32 if quick else 64
 
 
-def prepare_suites(output_dir: Path, *, quick: bool) -> tuple[dict[str, str], list[str]]:
+def prepare_suites(output_dir: Path, *, quick: bool,
+                   model: ShippedModel = DEFAULT) -> tuple[dict[str, str], list[str]]:
     """Each demo domain's built-in suite, cut to the requests that fit the target's context with the
     demo's output length, written under ``output_dir/suites``; returns the map and what was cut."""
     from specgauge.compare.fit import fitting_suite
@@ -88,7 +94,7 @@ def prepare_suites(output_dir: Path, *, quick: bool) -> tuple[dict[str, str], li
     files, notes = {}, []
     for domain in DOMAINS:
         suite = load_suite(domain)
-        fitted = fitting_suite(suite, TARGET_DIR, max_tokens(quick))
+        fitted = fitting_suite(suite, model.target_dir, max_tokens(quick))
         if fitted is suite:
             files[domain] = domain
             continue
@@ -100,8 +106,9 @@ def prepare_suites(output_dir: Path, *, quick: bool) -> tuple[dict[str, str], li
 
 
 async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = False,
-                   rounds: int = 1) -> CompareResult:
-    """Run the demo into ``output_dir`` (its store: ``output_dir/specgauge.db`` unless ``db``)."""
+                   rounds: int = 1, model: ShippedModel = DEFAULT) -> CompareResult:
+    """Run the demo on shipped ``model`` into ``output_dir`` (its store: ``output_dir/specgauge.db``
+    unless ``db``)."""
     from rich.console import Console
 
     from specgauge.compare.orchestrate import run_comparison
@@ -109,17 +116,17 @@ async def run_demo(output_dir: Path, *, db: Path | None = None, quick: bool = Fa
     from specgauge.store import Store
 
     console = Console(stderr=True)
-    missing = speculative_arm_missing()
+    missing = speculative_arm_missing(model)
     if missing:
         raise UserError(f"demo: the speculative arm is not available yet: {missing}; the demo will not fake one")
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
-    domain_suites, notes = prepare_suites(output_dir, quick=quick)
-    plan = demo_plan(quick=quick, domain_suites=domain_suites, rounds=rounds)
+    domain_suites, notes = prepare_suites(output_dir, quick=quick, model=model)
+    plan = demo_plan(quick=quick, domain_suites=domain_suites, rounds=rounds, model=model)
     console.print(f"[bold]specgauge demo[/]: speculation off vs {plan.label} on the embedded engine "
-                  f"({TARGET_DIR.name}); single stream on {', '.join(plan.domains)}, sweep "
+                  f"({model.name}); single stream on {', '.join(plan.domains)}, sweep "
                   f"{', '.join(map(str, plan.concurrency))}")
     for note in notes:
         console.print(f"  {note}")

@@ -13,6 +13,7 @@ import click
 
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
+from specgauge.tokenizer_option import TokenizerPath
 from specgauge.load.peer_flags import PEER_RUN_OPTIONS, PeerFlagsCommand, peer_options
 from specgauge.load.workers.options import placement_from, placement_options
 from specgauge.output_paths import check_output_file
@@ -119,7 +120,8 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.option("--model", help="model name (else auto-detected from /v1/models)")
 @click.option("--api-key", help="bearer token (else $OPENAI_API_KEY); never stored")
 @click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", help="extra HTTP header (repeatable)")
-@click.option("--tokenizer", type=click.Path(exists=True), help="local tokenizer for token counts per chunk")
+@click.option("--tokenizer", type=TokenizerPath(dir_okay=True),
+              help="local tokenizer (or a shipped model's name) for token counts per chunk")
 @click.option("--max-error-rate", type=click.FloatRange(0, 1), default=0.05, show_default=True,
               help="flag points whose error rate is above this")
 @click.option("--output-json", metavar="FILE", help="write the run as JSON ('-' for stdout)")

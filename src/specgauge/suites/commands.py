@@ -7,6 +7,8 @@ import statistics
 
 import click
 
+from specgauge.tokenizer_option import TokenizerPath
+
 
 def register(app: click.Group) -> None:
     """Add this part's commands to the root group."""
@@ -136,8 +138,8 @@ def from_training_data_command(data_dir: str, tokenizer_path: str, size: int, ou
 @suite.command("check")
 @click.argument("suite_ref")
 @click.option("--against", required=True, help="Training-data directory, or another suite (name or file).")
-@click.option("--tokenizer", "tokenizer_path", default=None, type=click.Path(),
-              help="Count tokens with this tokenizer (default: words).")
+@click.option("--tokenizer", "tokenizer_path", default=None, type=TokenizerPath(),
+              help="Count tokens with this tokenizer, a file or a shipped model's name (default: words).")
 @click.option("--samples-per-source", default=200, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--fail-on-warning", is_flag=True, help="Exit 1 when the suite is off the training distribution.")

@@ -9,6 +9,7 @@ import click
 
 from specgauge.client.endpoint import API_NAMES
 from specgauge.errors import UserError
+from specgauge.tokenizer_option import TokenizerPath
 
 DEFAULT_DEPTHS = "0,1,2,3,5"
 
@@ -83,8 +84,9 @@ def _context_bands(ctx, param, value):
               help="also measure at each prompt-length band (inclusive prompt tokens as served, e.g. 1-128,129-384): "
                    "the suite's prompts of that length, else length-exact synthetic ones; the schedule gets vLLM's "
                    "5-item context form")
-@click.option("--tokenizer", metavar="PATH", type=click.Path(exists=True, dir_okay=False), help="tokenizer.json counting prompt tokens for --context-lengths "
-                                                  "(default: the server's own)")
+@click.option("--tokenizer", metavar="PATH", type=TokenizerPath(),
+              help="tokenizer.json (or a shipped model's name) counting prompt tokens for --context-lengths "
+                   "(default: the server's own)")
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--suite", default="mixed", show_default=True, help="prompt suite (name or .jsonl)")
 @click.option("--requests-per-user", type=click.IntRange(min=1), default=2, show_default=True,

@@ -13,17 +13,16 @@ import os
 import sys
 from pathlib import Path
 
+from specgauge.shipped_models import DEFAULT
 from specgauge.vllm_setup.layout import lay_out_draft, lay_out_target
 from specgauge.vllm_setup.serve import METHODS, SetupError, default_setup
-
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
 def prepare(root: Path) -> int:
     """Re-lay the shipped target and drafter under ``root/.cache/vllm-models`` and print how to serve."""
     setup = default_setup(root)
-    lay_out_target(ASSETS / "target", setup.target)
-    lay_out_draft(ASSETS / "draft", setup.draft)
+    lay_out_target(DEFAULT.target_dir, setup.target)
+    lay_out_draft(DEFAULT.draft_dir, setup.draft)
     try:
         setup.check()
     except SetupError as exc:

@@ -63,6 +63,7 @@ from specgauge.engine.models.attention import paged_attention
 from specgauge.engine.models.linear import choose_packing, linear, pack
 from specgauge.engine.models.llama import (LlamaConfig, LlamaForCausalLM, LlamaMLP, RMSNorm, apply_rope, apply_rope_signed,
                                            rope_cos_sin, rope_inv_freq, signed_sin)
+from specgauge.shipped_models import DIRECTORY_DRAFT_DIR
 
 if TYPE_CHECKING:
     from specgauge.engine.core.kv_cache import ForwardBatch, KVCache
@@ -545,7 +546,7 @@ def target_features(target: LlamaForCausalLM, input_ids: torch.Tensor,
 
 # -- files -----------------------------------------------------------------------------------------
 WEIGHTS_FILE = "model.safetensors"
-SHIPPED_DRAFT_DIR = Path(__file__).resolve().parents[2] / "assets" / "draft"
+SHIPPED_DRAFT_DIR = DIRECTORY_DRAFT_DIR   # the specgauge-8m drafter (shipped_models.py)
 
 
 def shipped_draft_dir() -> Path:

@@ -9,8 +9,8 @@ import click
 
 from specgauge.engine.serving.launch import READY_PREFIX
 from specgauge.errors import UserError, require_extra
+from specgauge.shipped_models import DEFAULT, DIRECTORY_DRAFT_DIR, ShippedModel, resolve_model, shipped_names
 
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "assets" / "target"
 # serve's EAGLE-3 chain defaults: the best pair for the shipped drafter on the reference CPU (docs/speculative.md)
 SERVE_NUM_STEPS = 5
 SERVE_MIN_DRAFT_PROB = 0.15
@@ -34,9 +34,38 @@ def _schedule(ctx, param, value):
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+def _model(ctx, param, value: str | None) -> tuple[Path, ShippedModel | None]:
+    """``--model``: an existing directory wins, else a shipped name (vLLM's --model: a local path or a
+    repo id); neither → one line listing the shipped names. None → the default shipped model."""
+    if value is None:
+        return DEFAULT.target_dir, DEFAULT
+    try:
+        return resolve_model(value)
+    except KeyError as exc:
+        raise click.BadParameter(exc.args[0], ctx=ctx, param=param) from None
+
+
+def draft_model_path(shipped: ShippedModel | None, algorithm: str, given: Path | None) -> Path | None:
+    """The ``--speculative-draft-model-path`` serve runs with: the flag's; else, for EAGLE-3 on a shipped
+    model, that model's drafter; None (the engine's default, the specgauge-8m drafter) for a plain
+    directory and for a model whose drafter is that one. A shipped model without a drafter is a
+    UsageError (one line)."""
+    if given is not None or algorithm.upper() != "EAGLE3" or shipped is None:
+        return given
+    if shipped.draft_dir == DIRECTORY_DRAFT_DIR:
+        return None
+    if shipped.draft_dir is None:
+        raise click.UsageError(f"--model {shipped.name} ships no EAGLE-3 drafter: "
+                               f"pass --speculative-draft-model-path DIR")
+    return shipped.draft_dir
+
+
 @click.command("serve")
-@click.option("--model", "model_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR,
-              show_default="the shipped target model", help="Model directory in Hugging Face layout.")
+@click.option("--model", "model", metavar="NAME|DIR", default=None, callback=_model,
+              show_default=DEFAULT.name,
+              help="A model directory in Hugging Face layout, or a shipped model's name "
+                   f"({', '.join(shipped_names()) or DEFAULT.name}; 'specgauge models' lists them); "
+                   "an existing directory of that name wins.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
               help="Port to bind; 0 picks a free one (the URL is printed).")
@@ -75,8 +104,9 @@ def _schedule(ctx, param, value):
 @click.option("--threads", type=int, default=None, callback=_positive, help="torch CPU threads.")
 @click.option("--speculative-algorithm", type=click.Choice(["NONE", "EAGLE3", "NGRAM"], case_sensitive=False),
               default="NONE", show_default=True,
-              help="Speculative decoding (SGLang's flag): EAGLE3 (the shipped drafter unless "
-                   "--speculative-draft-model-path), NGRAM (prompt lookup), NONE (plain decoding).")
+              help="Speculative decoding (SGLang's flag): EAGLE3 (the shipped drafter of --model NAME, or of "
+                   f"{DEFAULT.name} for a directory, unless --speculative-draft-model-path), NGRAM (prompt "
+                   "lookup), NONE (plain decoding).")
 @click.option("--speculative-draft-model-path", type=click.Path(path_type=Path), default=None,
               show_default="the shipped drafter", help="EAGLE-3 head directory (published layout).")
 @click.option("--speculative-num-steps", type=int, default=SERVE_NUM_STEPS, show_default=True, callback=_positive,
@@ -96,7 +126,7 @@ def _schedule(ctx, param, value):
               help="Draft tokens by batch size (and context length), vLLM's num_speculative_tokens_per_batch_size "
                    "form: a JSON list of [bs_lo, bs_hi, K] or [bs_lo, bs_hi, ctx_lo, ctx_hi, K]; K 0 = no drafting, "
                    "clamped to the draft depth; a gap inherits the previous entry's K.")
-def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight_packing: str, served_model_name: str,
+def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device: str, dtype: str, weight_packing: str, served_model_name: str,
           max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
           max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
           incremental_streaming_output: bool, max_body_bytes: int, header_timeout: float,
@@ -108,10 +138,12 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
     """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
     require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
                   "prometheus_client", "orjson")
+    model_dir, shipped = model
     if not (model_dir / "config.json").is_file():
         hint = ("the shipped target model is missing (train it with 'specgauge train target')"
-                if model_dir == DEFAULT_MODEL_DIR else "config.json missing")
+                if shipped is DEFAULT else "config.json missing")
         raise UserError(f"no model at {model_dir}: {hint}; pass --model DIR")
+    speculative_draft_model_path = draft_model_path(shipped, speculative_algorithm, speculative_draft_model_path)
     from specgauge.engine.core.engine import Engine, EngineConfig
     from specgauge.engine.core.scheduler import SchedulerConfig
     from specgauge.engine.serving.app import ServerSettings, bind_or_explain, serve_forever
@@ -143,6 +175,23 @@ def serve(model_dir: Path, host: str, port: int, device: str, dtype: str, weight
     serve_forever(engine, settings, sock, on_ready=lambda url: print(READY_PREFIX + url, flush=True))
 
 
+@click.command("models")
+def models() -> None:
+    """The shipped models --model NAME accepts: name, context, parameters, drafter."""
+    from specgauge.shipped_models import SHIPPED, describe
+
+    rows = [describe(SHIPPED[name]) for name in shipped_names()]
+    if not rows:
+        raise UserError(f"no shipped model in this checkout (the default, {DEFAULT.name}, is missing from "
+                        f"{DEFAULT.target_dir}); train it with 'specgauge train target'")
+    click.echo(f"{'name':<20} {'context':>8} {'parameters':>11}  {'drafter':<20}  description")
+    for row in rows:
+        default = " (default)" if row.name == DEFAULT.name else ""
+        click.echo(f"{row.name:<20} {row.context:>8} {row.parameters / 1e6:>10.1f}M  {row.drafter:<20}  "
+                   f"{row.description}{default}")
+
+
 def register(app: click.Group) -> None:
     """Add this part's commands to the root group."""
     app.add_command(serve)
+    app.add_command(models)

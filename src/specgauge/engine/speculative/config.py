@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from specgauge.shipped_models import DIRECTORY_DRAFT_DIR
 from specgauge.speculation_schedule import Entry
 
 ALGORITHMS = ("NONE", "EAGLE3", "NGRAM")
-DEFAULT_DRAFT_DIR = Path(__file__).resolve().parents[2] / "assets" / "draft"
+DEFAULT_DRAFT_DIR = DIRECTORY_DRAFT_DIR   # the specgauge-8m drafter (shipped_models.py)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,145 @@
+"""The models shipped in ``src/specgauge/assets``, by name: what ``--model NAME`` means.
+
+One place knows where the shipped targets and their EAGLE-3 drafters live. A model is listed only
+when its ``config.json`` is in this checkout, so no name points at absent weights; the default is
+always known (its directory is where ``specgauge train target`` writes), so a missing default is
+reported as missing rather than as an unknown name.
+
+``--model`` takes a directory or a shipped name, the way vLLM's ``--model`` takes a local path or
+a Hugging Face repo id (vllm/config/model.py, ``ModelConfig.model``: "Name or path of the Hugging
+Face model to use"; a local directory is loaded as such): an existing directory wins, a value
+written as a path (a ``/``, or ``.``/``~`` first) is a directory; otherwise the value must be a
+shipped name.
+
+Pure data and file headers, no torch: the engine, the measuring side (tokenizers) and
+``vllm_setup`` all read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    """A shipped target (HF layout) and its EAGLE-3 drafter, if one is shipped for it."""
+
+    name: str
+    target_dir: Path
+    draft_dir: Path | None
+    context: int          # tokens (prompt + output) the target was trained for
+    description: str      # one line
+
+    @property
+    def tokenizer_path(self) -> Path:
+        """The target's ``tokenizer.json``."""
+        return self.target_dir / "tokenizer.json"
+
+
+DEFAULT_MODEL = "specgauge-8m"
+
+# Every model this project ships; a new one is one line here (listed once its config.json exists).
+DECLARED: tuple[ShippedModel, ...] = (
+    ShippedModel(DEFAULT_MODEL, ASSETS_DIR / "target", ASSETS_DIR / "draft", 512,
+                 "the first embedded target: Llama, 6 layers, head_dim 40, and its EAGLE-3 drafter"),
+)
+
+
+def present_models(declared: tuple[ShippedModel, ...]) -> dict[str, ShippedModel]:
+    """The ``declared`` models whose target ``config.json`` is in this checkout, by name."""
+    return {m.name: m for m in declared if (m.target_dir / "config.json").is_file()}
+
+
+SHIPPED: dict[str, ShippedModel] = present_models(DECLARED)
+DEFAULT: ShippedModel = next(m for m in DECLARED if m.name == DEFAULT_MODEL)
+# The EAGLE-3 head used when --model is a directory and no --speculative-draft-model-path is given
+# (what serve has always done): the first target's drafter, whichever model is the default.
+DIRECTORY_DRAFT_DIR: Path = next(m for m in DECLARED if m.name == "specgauge-8m").draft_dir
+
+
+def shipped_names() -> list[str]:
+    """Names of the shipped models present in this checkout, the default first."""
+    return sorted(SHIPPED, key=lambda name: (name != DEFAULT_MODEL, name))
+
+
+def get_shipped(name: str) -> ShippedModel:
+    """The shipped model called ``name`` (the default even when its files are absent); KeyError
+    with a one-line message listing the shipped names otherwise."""
+    if name == DEFAULT_MODEL:
+        return DEFAULT
+    if name not in SHIPPED:
+        raise KeyError(f"unknown model {name!r}: not a directory and not a shipped model "
+                       f"({', '.join(shipped_names()) or 'none shipped'})")
+    return SHIPPED[name]
+
+
+def looks_like_path(value: str) -> bool:
+    """Whether ``value`` is written as a path (a separator, or ``.``/``~`` first) rather than a name."""
+    return "/" in value or os.sep in value or value.startswith((".", "~"))
+
+
+def resolve_model(value: str | Path) -> tuple[Path, ShippedModel | None]:
+    """``--model``'s value → (target directory, the shipped model it names or None).
+
+    An existing directory wins (vLLM's rule for a local path vs a repo id), and a value with a path
+    separator is a directory even when absent (the caller reports it missing); then a shipped name;
+    else KeyError (one line, listing the shipped names)."""
+    path = Path(value)
+    if path.is_dir() or looks_like_path(str(value)):
+        return path, None
+    model = get_shipped(str(value))
+    return model.target_dir, model
+
+
+def resolve_tokenizer(value: str) -> str:
+    """A tokenizer option's value: a shipped model's name → its ``tokenizer.json``; else ``value``
+    unchanged (a path; a file of that name wins over a shipped name)."""
+    if Path(value).exists() or value not in SHIPPED and value != DEFAULT_MODEL:
+        return value
+    return str(get_shipped(value).tokenizer_path)
+
+
+def parameter_count(weights: Path) -> int:
+    """Parameters in a ``.safetensors`` file, read from its header alone (8-byte little-endian
+    header length, then JSON ``{name: {"dtype", "shape", "data_offsets"}}``; see
+    https://github.com/huggingface/safetensors#format)."""
+    with open(weights, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+    total = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        count = 1
+        for dim in entry["shape"]:
+            count *= dim
+        total += count
+    return total
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """One line of ``specgauge models``: what a shipped model's files say about it."""
+
+    name: str
+    context: int          # the target config's max_position_embeddings
+    parameters: int       # the target's, from its safetensors header
+    drafter: str          # the drafter's parameters ("1.6M EAGLE-3"), or "none"
+    description: str
+
+
+def describe(model: ShippedModel) -> ModelSummary:
+    """``model`` summarised from its config.json and safetensors headers (no weights are read)."""
+    config = json.loads((model.target_dir / "config.json").read_text())
+    drafter = "none"
+    if model.draft_dir is not None and (model.draft_dir / "model.safetensors").is_file():
+        drafter = f"EAGLE-3, {parameter_count(model.draft_dir / 'model.safetensors') / 1e6:.1f}M"
+    return ModelSummary(name=model.name, context=int(config["max_position_embeddings"]),
+                        parameters=parameter_count(model.target_dir / "model.safetensors"), drafter=drafter,
+                        description=model.description)
