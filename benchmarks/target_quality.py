@@ -16,6 +16,11 @@ falls on all alike. Printed per model and suite:
 * median single-stream decode tok/s (tokens after the first over the time after the first step);
 * how many of the suite's prompts fit the model's context with ``--tokens`` output, and its
   median prompt length in the model's tokens.
+
+With ``--corpus DIR`` (a tokenized ``specgauge train corpus``), also each model's validation loss
+per source on the same ``--windows`` windows of 512 tokens (every model reads that much), and of
+4,096 tokens for the models whose context holds them: whether a longer context cost short-context
+quality.
 """
 
 from __future__ import annotations
@@ -65,12 +70,33 @@ def continue_greedily(engine: Engine, prompt: list[int], tokens: int) -> tuple[l
     return out, (count / elapsed if count and elapsed > 0 else None)
 
 
+def validation_table(models: list[Path], corpus: Path, windows: int) -> None:
+    """Validation loss per source of every model, on 512- and (where it fits) 4,096-token windows."""
+    from specgauge.engine.models.llama import load_model
+    from specgauge.train.corpus import SOURCES
+    from specgauge.train.dataset import load_split
+    from specgauge.train.target import validation_losses
+
+    sources = tuple(s for s in SOURCES if (corpus / "validation" / s).is_dir())
+    split = load_split(corpus, "validation", sources)
+    for length in (512, 4096):
+        for m in models:
+            model = load_model(m, dtype=torch.float32)
+            if model.config.max_position_embeddings < length:
+                continue
+            losses = validation_losses(model, split, length, windows, bf16=False)
+            print(f"validation loss, {windows} windows of {length} tokens, {m.name:>12}: "
+                  + ", ".join(f"{s} {v:.3f}" for s, v in losses.items()), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=None, help="comma-separated model directories")
     parser.add_argument("--suites", default="coding,encyclopedic,agentic")
     parser.add_argument("--prompts", type=int, default=12, help="prompts per suite at most")
     parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--corpus", type=Path, default=None, help="tokenized corpus: validation loss per source too")
+    parser.add_argument("--windows", type=int, default=16, help="validation windows per source and length")
     args = parser.parse_args()
     torch.set_num_threads(1)
     models = ([Path(m) for m in args.models.split(",")] if args.models else
@@ -78,6 +104,8 @@ def main() -> None:
     engines = {m: Engine(EngineConfig(model_dir=str(m), threads=1)) for m in models}
     print(f"models: " + ", ".join(f"{m.name} ({model_context(m)} tokens)" for m in models) +
           f"; greedy, {args.tokens} new tokens at most, 1 thread", flush=True)
+    if args.corpus:
+        validation_table(models, args.corpus, args.windows)
     for suite_name in args.suites.split(","):
         suite = load_suite(suite_name)
         lengths = {m: prompt_tokens(suite, m) for m in models}
