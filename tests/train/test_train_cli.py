@@ -46,3 +46,14 @@ def test_target_cli_trains_and_exports(tiny_corpus, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "eval step 4" in result.stdout and "exported best weights" in result.stdout
     assert (tmp_path / "model" / "model.safetensors").is_file()
+
+
+def test_target_bad_sources_and_continuation(tiny_corpus, tmp_path):
+    common = ("target", "--corpus", str(tiny_corpus["dir"]), "--tokenizer", str(tiny_corpus["tokenizer_dir"]), "--run-dir", str(tmp_path))
+    _one_line_error(run_cli(*common, "--sources", "code_stdlib,novels"), "--sources", "novels")
+    _one_line_error(run_cli(*common, "--head-dim", "64"), "--head-dim", "--init-from")
+    _one_line_error(run_cli(*common, "--init-from", str(tmp_path / "nowhere")), "--init-from", "config.json")
+    # the shipped target has a 4,096-token vocabulary, the tiny corpus's tokenizer 600
+    from specgauge.shipped_models import DEFAULT
+
+    _one_line_error(run_cli(*common, "--init-from", str(DEFAULT.target_dir), "--head-dim", "64"), "--init-from", "vocab_size")

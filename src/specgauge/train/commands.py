@@ -130,6 +130,12 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
         if not (init_from / "config.json").is_file():
             raise UserError(f"--init-from: no config.json in {init_from}")
         start = LlamaConfig.from_dict(json.loads((init_from / "config.json").read_text()))
+        from tokenizers import Tokenizer
+
+        vocab = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).get_vocab_size()
+        if vocab != start.vocab_size:
+            raise UserError(f"--init-from: {init_from} has vocab_size {start.vocab_size}, the --tokenizer {vocab}; "
+                            "continue a model with its own tokenizer")
         try:
             shape = ModelShape.continuing(start, seq_len, head_dim)
         except ValueError as exc:

@@ -93,7 +93,8 @@ class TrainConfig:
         object.__setattr__(self, "sources", tuple(self.sources))
         unknown = [s for s in self.sources if s not in SOURCES]
         if unknown or not self.sources:
-            raise ValueError(f"sources must be a non-empty subset of {', '.join(SOURCES)}")
+            raise ValueError(f"{'unknown ' + ', '.join(unknown) if unknown else 'none given'}: sources must be "
+                             f"a non-empty subset of {', '.join(SOURCES)}")
         if self.loss_on not in ("all", "response"):
             raise ValueError("loss_on must be 'all' or 'response'")
         for name in ("seq_len", "batch_size", "max_steps", "eval_every"):
