@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from specgauge.suites.builtin_source.helpers import conversation
+from specgauge.suites.builtin_source.helpers import next_action_requests
 from specgauge.suites.model import SuiteRequest
 
 NAME = "agentic"
@@ -230,12 +230,4 @@ SCENARIOS = [
 
 def requests() -> list[SuiteRequest]:
     """Every scenario cut after 0, 1, 2, ... steps: the model writes the next action."""
-    built = []
-    for system, task, steps in SCENARIOS:
-        turns: list[tuple[str, str]] = [("system", system), ("user", task)]
-        for depth in range(len(steps) + 1):
-            built.append(conversation(list(turns), NAME, MAX_TOKENS, notes=f"next action after {depth} steps"))
-            if depth < len(steps):
-                action, observation = steps[depth]
-                turns += [("assistant", action), ("user", observation)]
-    return built
+    return next_action_requests(SCENARIOS, NAME, MAX_TOKENS)

@@ -15,7 +15,7 @@ import json
 import random
 import statistics
 
-from specgauge.suites.builtin_source.helpers import conversation
+from specgauge.suites.builtin_source.helpers import next_action_requests
 from specgauge.suites.builtin_source.transcript_material import (RepoFile, action, excerpt, git_diff, grep,
                                                                    observation, pytest_failure, view)
 from specgauge.suites.model import SuiteRequest
@@ -392,12 +392,4 @@ def scenarios() -> list[tuple[str, str, list[tuple[str, str]]]]:
 
 def requests() -> list[SuiteRequest]:
     """Every scenario cut after 0, 1, 2, ... steps: the model writes the next action."""
-    built = []
-    for system, task, steps in scenarios():
-        turns: list[tuple[str, str]] = [("system", system), ("user", task)]
-        for depth in range(len(steps) + 1):
-            built.append(conversation(list(turns), NAME, MAX_TOKENS, notes=f"next action after {depth} steps"))
-            if depth < len(steps):
-                action_text, observation_text = steps[depth]
-                turns += [("assistant", action_text), ("user", observation_text)]
-    return built
+    return next_action_requests(scenarios(), NAME, MAX_TOKENS)

@@ -15,3 +15,17 @@ def conversation(turns: list[tuple[str, str]], domain: str, max_tokens: int, not
     """A multi-turn request from (role, content) pairs; the last turn is what the model answers."""
     messages = tuple(ChatMessage(role=role, content=content) for role, content in turns)
     return SuiteRequest(messages=messages, max_tokens=max_tokens, domain=domain, source="builtin", notes=notes)
+
+
+def next_action_requests(scenarios, domain: str, max_tokens: int) -> list[SuiteRequest]:
+    """Agent transcripts as requests: each ``(system, task, steps)`` scenario (``steps`` = (action,
+    observation) pairs) cut after 0, 1, 2, ... steps; the model writes the next action."""
+    built = []
+    for system, task, steps in scenarios:
+        turns: list[tuple[str, str]] = [("system", system), ("user", task)]
+        for depth in range(len(steps) + 1):
+            built.append(conversation(list(turns), domain, max_tokens, notes=f"next action after {depth} steps"))
+            if depth < len(steps):
+                action, observation = steps[depth]
+                turns += [("assistant", action), ("user", observation)]
+    return built
