@@ -105,12 +105,25 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "resumed at step 2" in resumed.stdout and "stopped at step 3" in resumed.stdout
 
+    # A new run started from that head keeps its vocabulary map and shape.
+    shutil.copytree(tmp_path / "run" / "regenerated", tmp_path / "warm" / "regenerated")
+    warm = [*common[:4], "--run-dir", str(tmp_path / "warm"), *common[6:]]
+    refused = run_cli(*warm, "--init-from", str(head_dir), "--intermediate-size", "16", "--max-steps", "1", timeout=60)
+    assert refused.returncode == 2 and "--intermediate-size 16: the head in" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    started = run_cli(*warm, "--init-from", str(head_dir), "--max-steps", "1", "--output", str(tmp_path / "warm_head"))
+    assert started.returncode == 0, started.stderr[-2000:]
+    warm_head = load_eagle3(tmp_path / "warm_head", load_model(tiny_target))
+    assert torch.equal(warm_head.d2t, head.d2t) and warm_head.config.intermediate_size == head.config.intermediate_size
+    assert f"started from the head in `{head_dir}`" in (tmp_path / "warm_head" / "TRAINING.md").read_text()
+
 
 @pytest.mark.parametrize("extra, message", [
     (["--weights", "code_stdlib=1,poetry=2"], "--weights: unknown source 'poetry'"),
     (["--weights", "code_stdlib=0"], "--weights: at least one source needs a positive weight"),
     (["--max-prompt-tokens", "500", "--max-new-tokens", "100"], "exceed the target's context of 512"),
     (["--resume"], "--resume: no draft_checkpoint.pt"),
+    (["--init-from", "/nonexistent/head"], "--init-from: /nonexistent/head has no config.json"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tiny_corpus, tiny_target, tmp_path, extra, message):
     done = run_cli("--target", str(tiny_target), "--corpus", str(tiny_corpus["dir"]), "--run-dir", str(tmp_path), *extra,

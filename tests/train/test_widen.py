@@ -64,3 +64,52 @@ def test_a_run_continued_from_a_model_starts_from_its_function(tiny_corpus, tmp_
     assert torch.allclose(before, after, atol=1e-4 * before.abs().max().item())
     trainer.run()
     assert trainer.state.step == 2
+
+
+def _head(target: LlamaForCausalLM, seed: int = 1):
+    from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map
+
+    torch.manual_seed(seed)
+    head = Eagle3Head(Eagle3Config.for_target(target.config, 64, (0, 1, 1), intermediate_size=40))
+    for name, param in head.named_parameters():
+        if name != "embed_tokens.weight":
+            torch.nn.init.normal_(param, std=0.2)
+    head.share_embeddings(target)
+    head.set_vocab_map(*build_vocab_map(torch.rand(600), 64))
+    return head
+
+
+def test_a_widened_head_drafts_what_the_old_one_did_on_the_widened_target():
+    from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, target_features
+    from specgauge.train.widen import warm_start_head
+
+    model = _model()
+    head = _head(model)
+    wide = widen_head_dim(model, 32)
+    wide_head = Eagle3Head(Eagle3Config.for_target(wide.config, 64, (0, 1, 1), intermediate_size=40))
+    wide_head.share_embeddings(wide)
+    warm_start_head(wide_head, head)
+    assert wide_head.config.head_size == 32 and torch.equal(wide_head.d2t, head.d2t)
+    tokens = torch.randint(0, 600, (2, 30))
+    positions = torch.arange(30)
+    with torch.no_grad():
+        outputs = []
+        for target, drafter in ((model, head), (wide, wide_head)):
+            _, aux = target_features(target, tokens, drafter.config.aux_layers)
+            first = drafter.step(tokens, drafter.fuse(aux), positions)
+            second = drafter.step(tokens, first.features, positions + 1, base=first.kv)
+            outputs.append((first.logits, second.logits))
+    for before, after in zip(*outputs):
+        assert torch.allclose(before, after, atol=1e-4 * before.abs().max().item())
+
+
+def test_a_head_of_another_shape_is_refused():
+    from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head
+    from specgauge.train.widen import warm_start_head
+
+    model = _model()
+    head = _head(model)
+    wide = widen_head_dim(model, 32)
+    other = Eagle3Head(Eagle3Config.for_target(wide.config, 64, (0, 1, 1), intermediate_size=56))
+    with pytest.raises(ValueError, match="does not fit"):
+        warm_start_head(other, head)

@@ -49,6 +49,7 @@ class DraftTrainConfig:
     eval_samples: int = 48
     checkpoint_minutes: float = 3.0
     weights: dict = field(default_factory=dict)
+    init_from: str | None = None  # a trained head to start from (its vocabulary map and shape are kept)
 
     def __post_init__(self) -> None:
         if self.ttt_steps < 3:
@@ -155,7 +156,11 @@ class DraftTrainer(Trainer):
 
     def __init__(self, target: LlamaForCausalLM, train_sources: dict[str, Conversations],
                  val_sources: dict[str, Conversations], run_dir: Path, config: DraftTrainConfig,
-                 aux_layers: tuple[int, ...] | None = None, eos_ids: tuple[int, ...] = (), pad_id: int = 0) -> None:
+                 aux_layers: tuple[int, ...] | None = None, eos_ids: tuple[int, ...] = (), pad_id: int = 0,
+                 start: Eagle3Head | None = None) -> None:
+        """``start``: a trained head to begin from (``config.init_from``); its draft vocabulary,
+        aux layers and MLP width must be the config's, and its attention is widened to the
+        target's head_dim (:func:`specgauge.train.widen.warm_start_head`)."""
         self.run_dir, self.config = Path(run_dir), config
         torch.manual_seed(config.seed)
         random.seed(config.seed)
@@ -165,12 +170,17 @@ class DraftTrainer(Trainer):
                                                        intermediate_size=config.intermediate_size))
         self.head.share_embeddings(target)
         self.model = self.head  # what the inherited loop puts in train mode
-        counts = token_counts(train_sources, target.config.vocab_size, config.weights)
-        self.head.set_vocab_map(*build_vocab_map(counts, config.draft_vocab_size, always=eos_ids))
+        if start is None:
+            counts = token_counts(train_sources, target.config.vocab_size, config.weights)
+            self.head.set_vocab_map(*build_vocab_map(counts, config.draft_vocab_size, always=eos_ids))
+            self._init_weights()
+        else:
+            from specgauge.train.widen import warm_start_head
+
+            warm_start_head(self.head, start, seed=config.seed)
         held_out = token_counts(val_sources, target.config.vocab_size, config.weights)
         # Share of held-out response tokens (weighted like the mix) that the draft vocabulary can produce.
         self.vocab_coverage = float(held_out[self.head.t2d].sum() / held_out.sum().clamp(min=1e-12))
-        self._init_weights()
         params = self.head.trainable_parameters()
         decay = [p for p in params if p.dim() >= 2]
         no_decay = [p for p in params if p.dim() < 2]

@@ -23,6 +23,30 @@ def parse_mix(text: str | None) -> dict[str, float]:
     return {source: weights.get(source, 0.0) for source in SOURCES}
 
 
+def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
+                     intermediate_size: int | None) -> tuple[int, int]:
+    """The draft vocabulary and MLP width of the head ``--init-from`` names; a value given on the
+    command line that differs is a UserError (the head's shape is kept)."""
+    import json
+
+    config_path = init_from / "config.json"
+    if not config_path.is_file() or not any(init_from.glob("*.safetensors")):
+        raise UserError(f"--init-from: {init_from} has no config.json and *.safetensors of an EAGLE-3 head")
+    try:
+        config = json.loads(config_path.read_text())
+        shape = {"draft_vocab_size": int(config.get("draft_vocab_size") or config["vocab_size"]),
+                 "intermediate_size": int(config["intermediate_size"])}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"--init-from: {config_path} is not an EAGLE-3 head's config ({exc})") from None
+    given = {"draft_vocab_size": draft_vocab_size, "intermediate_size": intermediate_size}
+    for name, value in given.items():
+        explicit = ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        if explicit and value != shape[name]:
+            raise UserError(f"--{name.replace('_', '-')} {value}: the head in {init_from} has {shape[name]}, "
+                            "and --init-from keeps its shape")
+    return shape["draft_vocab_size"], shape["intermediate_size"]
+
+
 @click.command("draft")
 @click.option("--target", "target_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Target model directory (HF layout with tokenizer); default: the shipped target.")
@@ -33,6 +57,10 @@ def parse_mix(text: str | None) -> dict[str, float]:
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the trained head here (config.json, model.safetensors, TRAINING.md, SHA256SUMS).")
 @click.option("--resume", is_flag=True, help="Continue from RUN_DIR/draft_checkpoint.pt.")
+@click.option("--init-from", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Start from this trained head (e.g. the shipped drafter, for a target continued from its "
+                   "target): its vocabulary map, aux layers and MLP width are kept, its attention widened to "
+                   "the target's head_dim.")
 @click.option("--weights", default="code_stdlib=0.5,code_questions=0.5,agentic_tools=0.4,prose_docs=0.1", show_default=True,
               help="Training mix: source=weight, comma separated (sources left out get 0).")
 @click.option("--minutes", type=float, default=None, help="Training-time budget (the cosine decay ends with it).")
@@ -59,7 +87,9 @@ def parse_mix(text: str | None) -> dict[str, float]:
 @click.option("--bf16/--fp32", default=True, show_default=True, help="bf16 autocast on CPU while training.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
-def draft_command(target_dir: Path | None, corpus_dir: Path, run_dir: Path, output: Path | None, resume: bool, weights: str,
+@click.pass_context
+def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path, run_dir: Path, output: Path | None,
+                  resume: bool, init_from: Path | None, weights: str,
                   minutes: float | None, max_steps: int, batch_size: int, max_len: int, lr: float, warmup_steps: int,
                   ttt_steps: int, feed: str, draft_vocab_size: int, intermediate_size: int | None, regen_samples: int, regen_validation_samples: int,
                   max_prompt_tokens: int, max_new_tokens: int, temperature: float, max_running: int, eval_every: int,
@@ -86,6 +116,8 @@ def draft_command(target_dir: Path | None, corpus_dir: Path, run_dir: Path, outp
     if max_prompt_tokens + max_new_tokens > context:
         raise UserError(f"--max-prompt-tokens {max_prompt_tokens} + --max-new-tokens {max_new_tokens} exceed the "
                         f"target's context of {context} tokens")
+    if init_from is not None:
+        draft_vocab_size, intermediate_size = start_head_shape(ctx, init_from, draft_vocab_size, intermediate_size)
     if resume and not (run_dir / "draft_checkpoint.pt").is_file():
         raise UserError(f"--resume: no draft_checkpoint.pt in {run_dir}")
     from specgauge.train.draft import DraftTrainConfig
@@ -99,7 +131,8 @@ def draft_command(target_dir: Path | None, corpus_dir: Path, run_dir: Path, outp
         train = DraftTrainConfig(max_len=max_len, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps,
                                  max_steps=max_steps, minutes=minutes, ttt_steps=ttt_steps, feed=feed,
                                  draft_vocab_size=draft_vocab_size, intermediate_size=intermediate_size, bf16=bf16, seed=seed, threads=threads,
-                                 eval_every=eval_every, eval_samples=eval_samples, weights=mix)
+                                 eval_every=eval_every, eval_samples=eval_samples, weights=mix,
+                                 init_from=str(init_from) if init_from is not None else None)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     args = sys.argv[sys.argv.index("draft") + 1:] if "draft" in sys.argv else []

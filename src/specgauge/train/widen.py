@@ -18,7 +18,9 @@ in a plain Llama config (full rotary, no ``partial_rotary_factor``), so any Llam
   likewise: v's new rows random, o_proj's matching columns zero.
 
 At initialisation the widened model's logits equal the original's up to float32 rounding
-(``tests/train/test_widen.py``).
+(``tests/train/test_widen.py``). The EAGLE-3 head trained against the original target is widened
+the same way (:func:`warm_start_head`, its one attention block), so ``train draft --init-from``
+starts the new target's drafter from the old one's function.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import math
 
 import torch
 
+from specgauge.engine.models.eagle3 import Eagle3Head
 from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM
 
 NEW_ROW_STD = 0.02  # the init scale of every other matrix of a fresh target (train/target.py)
@@ -57,34 +60,57 @@ def _value_rows(heads: int, old: int, new: int) -> torch.Tensor:
     return torch.tensor([head * new + j for head in range(heads) for j in range(old)])
 
 
+def widen_attention(state: dict[str, torch.Tensor], prefix: str, heads: int, kv_heads: int, old: int, new: int,
+                    generator: torch.Generator) -> None:
+    """Widen one attention block's ``{prefix}q_proj/k_proj/v_proj/o_proj.weight`` in ``state``
+    (float32, in place) from head_dim ``old`` to ``new`` as the module doc says."""
+    q_rows, k_rows = _rotary_rows(heads, old, new), _rotary_rows(kv_heads, old, new)
+    v_rows, o_cols = _value_rows(kv_heads, old, new), _value_rows(heads, old, new)
+    q, k, v, o = (state[f"{prefix}{name}.weight"].detach().float() for name in ("q_proj", "k_proj", "v_proj", "o_proj"))
+    inputs = q.shape[1]
+    wide_q = torch.zeros(heads * new, inputs)
+    wide_q[q_rows] = q * math.sqrt(new / old)
+    wide_k = torch.randn(kv_heads * new, inputs, generator=generator) * NEW_ROW_STD
+    wide_k[k_rows] = k
+    wide_v = torch.randn(kv_heads * new, inputs, generator=generator) * NEW_ROW_STD
+    wide_v[v_rows] = v
+    wide_o = torch.zeros(o.shape[0], heads * new)
+    wide_o[:, o_cols] = o
+    for name, value in (("q_proj", wide_q), ("k_proj", wide_k), ("v_proj", wide_v), ("o_proj", wide_o)):
+        state[f"{prefix}{name}.weight"] = value
+
+
 def widen_head_dim(model: LlamaForCausalLM, new_head_dim: int, seed: int = 0) -> LlamaForCausalLM:
     """A new :class:`LlamaForCausalLM` with head_dim ``new_head_dim`` computing ``model``'s function."""
     config = model.config
-    old = config.head_size
     wide = LlamaForCausalLM(widened_config(config, new_head_dim))
     generator = torch.Generator().manual_seed(seed)
-    hq, hkv = config.num_attention_heads, config.num_key_value_heads
-    q_rows, k_rows = _rotary_rows(hq, old, new_head_dim), _rotary_rows(hkv, old, new_head_dim)
-    v_rows = _value_rows(hkv, old, new_head_dim)
-    o_cols = _value_rows(hq, old, new_head_dim)
-    source = model.state_dict()
-    state = {}
-    for name, target in wide.state_dict().items():
-        weight = source[name].detach().float()
-        if name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight")):
-            new = torch.zeros(target.shape)
-            if name.endswith("q_proj.weight"):
-                new[q_rows] = weight * math.sqrt(new_head_dim / old)
-            elif name.endswith("k_proj.weight"):
-                new = torch.randn(target.shape, generator=generator) * NEW_ROW_STD
-                new[k_rows] = weight
-            elif name.endswith("v_proj.weight"):
-                new = torch.randn(target.shape, generator=generator) * NEW_ROW_STD
-                new[v_rows] = weight
-            else:
-                new[:, o_cols] = weight
-            state[name] = new
-        else:
-            state[name] = weight
+    state = {name: value.detach().float() for name, value in model.state_dict().items()}
+    for layer in range(config.num_hidden_layers):
+        widen_attention(state, f"model.layers.{layer}.self_attn.", config.num_attention_heads,
+                        config.num_key_value_heads, config.head_size, new_head_dim, generator)
     wide.load_state_dict(state)
     return wide
+
+
+def warm_start_head(head: Eagle3Head, start: Eagle3Head, seed: int = 0) -> None:
+    """Load a trained EAGLE-3 head ``start`` into ``head`` (built for a widened target): the same
+    vocabulary map, fc, MLP, norms and lm_head; its one attention block widened to ``head``'s
+    head_dim (the same function when ``head``'s RoPE base is ``start``'s raised to ``D/d``, as
+    :func:`widened_config` makes the target's). The shapes must otherwise agree."""
+    old, new = start.config.head_size, head.config.head_size
+    if new < old:
+        raise ValueError(f"the head to start from has head_dim {old}, more than the new head's {new}")
+    state = {name: value.detach().float() for name, value in start.state_dict().items()
+             if name not in ("embed_tokens.weight", "d2t", "t2d")}
+    if new > old:
+        widen_attention(state, "midlayer.self_attn.", start.config.num_attention_heads,
+                        start.config.num_key_value_heads, old, new, torch.Generator().manual_seed(seed))
+    expected = {name: tuple(value.shape) for name, value in head.state_dict().items()}
+    for name, value in state.items():
+        if expected.get(name) != tuple(value.shape):
+            raise ValueError(f"the head to start from does not fit: {name} is {tuple(value.shape)}, "
+                             f"the new head's is {expected.get(name)}")
+    with torch.no_grad():
+        head.load_state_dict(state, strict=False)
+    head.set_vocab_map(start.d2t.clone(), start.t2d.clone())
