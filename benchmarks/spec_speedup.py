@@ -7,7 +7,7 @@ Prints:
 
 1. single-stream decode tok/s (median per request) with speculation off, EAGLE-3 chain, the
    n-gram drafter and EAGLE-3 with adaptive k on the ``coding`` and ``encyclopedic`` suites and on code-editing prompts (a
-   function to change and return whole), arms interleaved request by request; the speedups
+   function to change and return whole; ``--suites`` picks others, e.g. ``agentic`` for a 4,096-token target), arms interleaved request by request; the speedups
    over off; the acceptance length per suite (the requests' own ``spec_accept_length``);
 2. aggregate tok/s (closed loop) at each concurrency with speculation off, on and with
    ``--speculative-adaptive``; the crossover (the first concurrency where on loses to off); then
@@ -164,6 +164,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="aggregate rounds per level (alternating order)")
     parser.add_argument("--warmup", type=int, default=3, help="unrecorded single-stream requests per arm first")
     parser.add_argument("--skip-aggregate", action="store_true")
+    parser.add_argument("--suites", default="coding,encyclopedic,code-editing",
+                        help="single-stream suites: built-in names (e.g. agentic, for a target whose context holds "
+                             "it) and code-editing")
     args = parser.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
 
@@ -192,9 +195,9 @@ def main() -> None:
         for arm, proc in processes.items():
             proc.start()
             servers[arm] = proc.url
-        suites = {"coding": load_suite("coding"), "encyclopedic": load_suite("encyclopedic"),
-                  "code-editing": code_editing_suite(args.tokens, 8)}
-        warm_up(servers, suites["coding"], args)
+        suites = {name: code_editing_suite(args.tokens, 8) if name == "code-editing" else load_suite(name)
+                  for name in args.suites.split(",")}
+        warm_up(servers, next(iter(suites.values())), args)
         started = time.perf_counter()
         single_arms = [a for a in ("off", "eagle3", "ngram", "adaptive") if a in servers]
         single = single_stream({a: servers[a] for a in single_arms}, suites, args)
