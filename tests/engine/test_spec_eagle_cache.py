@@ -10,7 +10,7 @@ from specgauge.engine.models.eagle3 import load_eagle3, target_features
 from specgauge.engine.models.llama import load_model
 from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.speculative.config import SpeculativeConfig
-from specgauge.engine.speculative.eagle3_drafter import EagleState
+from specgauge.engine.speculative.eagle3_drafter import CATCH_UP_PER_TOKEN_LEFT, EagleState
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +147,35 @@ def test_causal_mask_rows_from_the_table_and_past_it(tiny_model_dir, head_dir, m
     for first, count, keys in ((0, 3, 16), (10, 4, 32), (70, 6, 80), (90, 6, 96), (93, 5, 112), (200, 2, 208)):
         assert torch.equal(drafter._causal_rows(first, count, keys), expected(first, count, keys)), (first, count, keys)
     assert drafter._causal.shape == (96, 96)  # grown to the cap, never past it
+
+
+def test_a_long_prompt_is_caught_up_and_drafted_on_whatever_tokens_are_left(tiny_model_dir, head_dir):
+    """A prompt far longer than its output (an agentic transcript: thousands of tokens in, a short
+    tool call out) still drafts: its pairs are caught up over several steps within the budget, never
+    skipped as a backlog not worth catching up (that rule is for tokens decoded while off)."""
+    engine = make_spec_engine(tiny_model_dir, max_running=4, max_tokens_per_step=256, dtype="float32",
+                              speculative=SpeculativeConfig(algorithm="EAGLE3", num_steps=3,
+                                                            draft_model_path=str(head_dir)))
+    drafter = engine.runner.drafter
+    drafter.catch_up_budget = 64
+    prompt = engine.tokenizer.encode(" ".join(domain_prompts(6)) * 3)[:600]
+    max_tokens = 24
+    assert len(prompt) > CATCH_UP_PER_TOKEN_LEFT * max_tokens and len(prompt) > 2 * drafter.catch_up_budget
+    skipped, drafted = set(), []
+    propose = drafter.propose
+
+    def recording(requests, ks):
+        proposal = propose(requests, ks)
+        skipped.update(proposal.skipped)
+        drafted.extend(len(tree) for tree in proposal.trees)
+        return proposal
+
+    drafter.propose = recording
+    engine.submit("long", prompt, SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True),
+                  lambda event: None)
+    engine._drain_inbox(block=False)
+    while engine.scheduler.has_work:
+        engine.step()
+    assert skipped == set() and max(drafted) > 0
+    engine.blocks.check_integrity()
+    assert engine.blocks.num_free_blocks == engine.blocks.num_blocks

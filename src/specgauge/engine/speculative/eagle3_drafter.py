@@ -19,8 +19,9 @@ drafting this step (ragged: the previous step's accepted tokens + 1, a whole pro
 token decoded while speculation was off), which leaves ``draft_len == num_computed`` and gives
 the first draft distribution. At most ``CATCH_UP_BUDGET`` pairs run per step, smallest backlogs
 first: a request with a longer backlog catches up over several steps and drafts once it is
-level; one whose backlog is long against the tokens it has left (over ``CATCH_UP_MIN`` pairs and
-over ``CATCH_UP_PER_TOKEN_LEFT`` per token left) is not caught up at all and finishes plain. A
+level; one whose backlog *past its prompt* (decoded while speculation was off) is long against the
+tokens it has left (over ``CATCH_UP_MIN`` pairs and over ``CATCH_UP_PER_TOKEN_LEFT`` per token
+left) is not caught up at all and finishes plain; a prompt is always caught up. A
 chain then runs ``k − 1`` one-token steps (the tokens kept on the device until the chain is
 done), each attending to the cached pairs and the chain so far: the requests' draft K/V are
 gathered from the pool once per chain, each step writes its own K/V into that copy only (past
@@ -179,13 +180,19 @@ class Eagle3Drafter:
 
     @staticmethod
     def _worth_catching_up(request: Request) -> bool:
-        """Whether drafting can still pay for the request's backlog: a long one (after an off
-        period) is not caught up when few tokens are left to gain from it."""
+        """Whether drafting can still pay for the request's backlog: a long one decoded while
+        speculation was off is not caught up when few tokens are left to gain from it. The prompt's
+        pairs never count against it: every engine runs its EAGLE-3 head over the whole prompt
+        (vLLM's ``EagleProposer.propose`` takes the target hidden states of every scheduled token,
+        prefill included: vllm/v1/spec_decode/eagle.py), so a long prompt is caught up over as many
+        steps as ``CATCH_UP_BUDGET`` needs, not skipped."""
         state = request.draft_state
         if not isinstance(state, EagleState):
             return True
+        computed = state.draft_len + state.num_pending
+        decoded_backlog = computed - max(state.draft_len, len(request.prompt_ids))
         left = request.params.max_tokens - len(request.output_ids)
-        return state.num_pending <= max(CATCH_UP_MIN, CATCH_UP_PER_TOKEN_LEFT * left)
+        return decoded_backlog <= max(CATCH_UP_MIN, CATCH_UP_PER_TOKEN_LEFT * left)
 
     def _catch_up(self, requests: list[Request]) -> tuple[dict[int, tuple[torch.Tensor, torch.Tensor]], int]:
         """Run pending pairs, at most ``catch_up_budget`` of them per step (smallest backlogs
