@@ -48,6 +48,8 @@ DEFAULT_MODEL = "specgauge-8m"
 DECLARED: tuple[ShippedModel, ...] = (
     ShippedModel(DEFAULT_MODEL, ASSETS_DIR / "target", ASSETS_DIR / "draft", 512,
                  "the first embedded target: Llama, 6 layers, head_dim 40, and its EAGLE-3 drafter"),
+    ShippedModel("specgauge-9m-4k", ASSETS_DIR / "target-4k", ASSETS_DIR / "draft-4k", 4096,
+                 "specgauge-8m widened to head_dim 64 and continued on 4,096-token windows, and its EAGLE-3 drafter"),
 )
 
 

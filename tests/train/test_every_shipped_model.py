@@ -81,4 +81,4 @@ def test_the_drafter_drafts_on_its_target(name):
         out = head.step(ids, head.fuse(aux), torch.arange(5))
     assert torch.isfinite(out.logits).all() and head.t2d[head.draft_to_target(out.logits.argmax(-1))].all()
     text = (SHIPPED[name].draft_dir / "TRAINING.md").read_text()
-    assert "python -m specgauge train draft" in text and "| code_stdlib |" in text
+    assert "specgauge train draft --" in text and "| code_stdlib |" in text
