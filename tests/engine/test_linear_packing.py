@@ -67,14 +67,16 @@ def bf16_model_dir(tmp_path_factory):
 
 @needs_fbgemm
 def test_engine_packs_a_bf16_checkpoint_and_not_an_fp32_one(bf16_model_dir, tiny_model_dir):
-    packed = make_spec_engine(bf16_model_dir)
+    # fp32 compute named: "auto" computes in bf16 on a CPU with native bf16 (AMX, AVX512-BF16),
+    # where there is nothing to pack
+    packed = make_spec_engine(bf16_model_dir, dtype="float32")
     # Whether FBGEMM's packed matmul is batch-invariant depends on the CPU and the shapes (it is
     # on some hosts for this tiny model), so the engine's flag must follow the probe, not a guess.
     assert packed.model.weight_packing == "fp16"
     assert packed.model.batch_invariant == linear_is_batch_invariant(
         PackedFP16(packed.model.model.layers[0].self_attn.qkv_weight))
-    assert make_spec_engine(tiny_model_dir).model.weight_packing == "none"
-    assert make_spec_engine(bf16_model_dir, weight_packing="none").model.weight_packing == "none"
+    assert make_spec_engine(tiny_model_dir, dtype="float32").model.weight_packing == "none"
+    assert make_spec_engine(bf16_model_dir, dtype="float32", weight_packing="none").model.weight_packing == "none"
 
 
 @needs_fbgemm
@@ -88,7 +90,8 @@ def test_greedy_speculative_equals_plain_on_packed_weights(spec, bf16_model_dir,
         spec = dict(spec, draft_model_path=str(head))
     outputs = []
     for speculative in (SpeculativeConfig(), SpeculativeConfig(**spec)):
-        engine = make_spec_engine(bf16_model_dir, speculative=speculative, max_running=16, max_tokens_per_step=512)
+        engine = make_spec_engine(bf16_model_dir, speculative=speculative, max_running=16, max_tokens_per_step=512,
+                                  dtype="float32")
         assert engine.model.weight_packing == "fp16"
         if speculative.algorithm == "EAGLE3":
             assert engine.runner.drafter.head.weight_packing == "fp16"
