@@ -176,6 +176,6 @@ def test_a_long_prompt_is_caught_up_and_drafted_on_whatever_tokens_are_left(tiny
     engine._drain_inbox(block=False)
     while engine.scheduler.has_work:
         engine.step()
-    assert skipped == set() and max(drafted) > 0
+    assert skipped == set() and any(drafted)  # some step drafted for it
     engine.blocks.check_integrity()
     assert engine.blocks.num_free_blocks == engine.blocks.num_blocks
