@@ -19,6 +19,7 @@ import pytest
 
 from specgauge.client.server_metrics import parse_prometheus
 from specgauge.compare.arms import ArmSpec, LaunchedServer
+from specgauge.shipped_models import DEFAULT, ShippedModel
 from specgauge.vllm_setup.serve import SetupError, VllmSetup, default_setup
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,9 +29,10 @@ START_TIMEOUT_S = 1200.0
 CLI_TIMEOUT_S = 3000
 
 
-def vllm_setup() -> VllmSetup:
-    """The set-up ``make vllm`` made; a test *failure* (never a skip) when a piece is missing."""
-    setup = default_setup(REPO)
+def vllm_setup(model: ShippedModel = DEFAULT) -> VllmSetup:
+    """The set-up ``make vllm`` made for the shipped ``model``; a test *failure* (never a skip)
+    when a piece is missing."""
+    setup = default_setup(REPO, model)
     try:
         setup.check()
     except SetupError as exc:

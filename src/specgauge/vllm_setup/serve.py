@@ -6,9 +6,10 @@ What this CPU needs, found by running it (see docs/real-engines.md):
   that the wheel's ``intel-openmp`` requirement puts in ``<venv>/lib/libiomp5.so``: vLLM's CPU
   worker warns and runs slower without them (``vllm/platforms/cpu.py``);
 * ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache; ``vllm/envs.py``): the default 0 lets vLLM take a
-  share of the machine's memory; 1 GiB is plenty for a 512-token, 6-layer model;
+  share of the machine's memory; 1 GiB is plenty for these 6-layer models (the 4k target's float32
+  KV is 12 KiB a token: 87,000 tokens, 21 full 4,096-token contexts);
 * ``--dtype float32``: faster than bfloat16 on a CPU without AMX, and the re-laid copy is float32;
-* ``--max-model-len 512``: the shipped target's context;
+* ``--max-model-len``: the shipped model's context (512 for specgauge-8m, 4,096 for specgauge-9m-4k);
 * ``python -m vllm.entrypoints.openai.api_server``: the wheel's ``vllm`` console script crashes;
 * ``HF_HUB_OFFLINE=1``: everything is local; no hub look-up;
 * ``--enforce-eager`` (``VllmSetup.eager``): no torch.compile warm-up; engine start-up took 4.5 s
@@ -21,6 +22,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from specgauge.shipped_models import DEFAULT, ShippedModel
 
 TCMALLOC_CANDIDATES = ("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
                        "/usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4",
@@ -48,6 +51,7 @@ class VllmSetup:
     target: Path
     draft: Path
     eager: bool = True
+    max_model_len: int = MAX_MODEL_LEN
 
     @property
     def python(self) -> Path:
@@ -91,7 +95,7 @@ class VllmSetup:
     def server_args(self, port: int | str, *, extra: tuple[str, ...] = ()) -> list[str]:
         """vLLM's arguments common to every method (model, dtype, context, loopback port)."""
         return ["--model", str(self.target), "--served-model-name", SERVED_NAME, "--dtype", DTYPE,
-                "--max-model-len", str(MAX_MODEL_LEN), "--host", "127.0.0.1", "--port", str(port),
+                "--max-model-len", str(self.max_model_len), "--host", "127.0.0.1", "--port", str(port),
                 *(["--enforce-eager"] if self.eager else []), *extra]
 
     def argv(self, method: Method, port: int | str, *, depth: int | None = None,
@@ -111,8 +115,10 @@ class VllmSetup:
         return shlex.join(self.argv(method, port, **kwargs)).replace("'{port}'", "{port}")
 
 
-def default_setup(root: Path) -> VllmSetup:
-    """The layout ``make vllm`` writes under the repository root ``root``."""
+def default_setup(root: Path, model: ShippedModel = DEFAULT) -> VllmSetup:
+    """The layout ``make vllm`` writes under the repository root ``root`` for the shipped ``model``
+    (``.cache/vllm-models/<name>/target`` and ``…/draft``), served at the model's context."""
     root = root.resolve()
-    models = root / ".cache" / "vllm-models"
-    return VllmSetup(venv=root / ".venv-vllm", target=models / "target", draft=models / "draft")
+    models = root / ".cache" / "vllm-models" / model.name
+    return VllmSetup(venv=root / ".venv-vllm", target=models / "target", draft=models / "draft",
+                     max_model_len=model.context)
