@@ -81,3 +81,13 @@ def test_a_band_shorter_than_the_chat_template_is_refused(tmp_path):
     with pytest.raises(UserError, match="--context-lengths 1-2: the server adds"):
         build_band_suites("smoke", ((1, 2),), tokenizer_path=TOKENIZER, api="openai-chat", min_prompts=8,
                           synthetic_count=4, seed=0, max_tokens=8, work_dir=tmp_path)
+
+
+@pytest.mark.parametrize("band", [(1, 512), (1, 130), (2, 2049)])
+def test_a_band_from_one_token_is_built_without_asking_for_an_empty_prompt(tmp_path, band):
+    """Bands that start at the shortest prompt (``1-512``, as the issue writes them) drew prompt
+    lengths down to 0 through a rounding error and were refused."""
+    made = build_band_suites("smoke", (band,), tokenizer_path=TOKENIZER, api="openai-chat", min_prompts=1000,
+                             synthetic_count=6, seed=0, max_tokens=8, work_dir=tmp_path)
+    assert made[0].source == "synthetic" and made[0].count == 6
+    assert all(band[0] <= n <= band[1] for n in _served_lengths(made[0].suite_ref))

@@ -86,12 +86,14 @@ def synthetic_band_requests(tokenizer, measure, band: tuple[int, int], count: in
         raise UserError(f"--context-lengths {band_label(band)}: the server adds {overhead} tokens to every prompt "
                         f"(chat template), so no prompt is {band[1]} tokens or shorter; start the band higher")
     num_special = len(tokenizer.encode("", add_special_tokens=True).ids)
-    middle = (lo + hi) / 2
-    ratio = (hi - lo) / (hi + lo)   # random_suite draws from [floor(L(1-r)), ceil(L(1+r))] = [lo, hi]
+    middle = round((lo + hi) / 2)
+    # random_suite draws from [floor(L(1-r)), ceil(L(1+r))]: the widest r that keeps it inside
+    # [lo, hi] (less a rounding margin, so a band from 1 never asks for a prompt of 0 tokens).
+    ratio = max(0.0, min((middle - lo) / middle, (hi - middle) / middle, 0.999) - 1e-9)
     kept: list[SuiteRequest] = []
     for attempt in range(SYNTHETIC_ATTEMPTS):
-        drawn = random_suite(tokenizer, num_prompts=max(count - len(kept), 1) + 4, input_len=round(middle) + num_special,
-                             output_len=1, range_ratio=min(ratio, 0.999), seed=seed + 7919 * attempt, name="band")
+        drawn = random_suite(tokenizer, num_prompts=max(count - len(kept), 1) + 4, input_len=middle + num_special,
+                             output_len=1, range_ratio=ratio, seed=seed + 7919 * attempt, name="band")
         kept += [r for r in drawn.requests if band[0] <= measure(r) <= band[1]]
         if len(kept) >= count:
             return tuple(kept[:count])
