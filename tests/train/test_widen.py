@@ -113,3 +113,21 @@ def test_a_head_of_another_shape_is_refused():
     other = Eagle3Head(Eagle3Config.for_target(wide.config, 64, (0, 1, 1), intermediate_size=56))
     with pytest.raises(ValueError, match="does not fit"):
         warm_start_head(other, head)
+
+
+def test_the_reproduce_line_widens_only_when_the_start_had_another_head_dim(tmp_path):
+    """A continued run's command names ``--head-dim`` only when it widened its start's heads."""
+    import json
+
+    from specgauge.train.report import target_command_line
+
+    start = tmp_path / "start"
+    start.mkdir()
+    (start / "config.json").write_text(json.dumps({"hidden_size": 320, "num_attention_heads": 8, "head_dim": 64}))
+    config = {"minutes": 60, "max_steps": 10, "batch_size": 2, "seq_len": 4096, "lr": 6e-4, "warmup_steps": 30,
+              "loss_on": "all", "bf16": False, "eval_every": 100, "eval_windows": 4, "seed": 1, "threads": 2,
+              "init_from": str(start)}
+    same = target_command_line(config, {"head_dim": 64, "rope_theta": 10000.0})
+    wider = target_command_line(config, {"head_dim": 128, "rope_theta": 10000.0})
+    assert f"--init-from {start} --eval-every" in same and "--head-dim" not in same
+    assert f"--init-from {start} --head-dim 128" in wider

@@ -57,8 +57,26 @@ def run_summary(run_dir: Path, wall: str) -> dict:
         "target_command": target_command_line(config, shape),
         "sources": tuple(config.get("sources", TARGET_SOURCES)),
         "init_from": config.get("init_from"), "bf16": config.get("bf16", True),
+        "widened": bool(config.get("init_from")) and widened(config, shape),
         "eval_windows": config.get("eval_windows", 24),
     }
+
+
+def start_head_dim(init_from: str | None) -> int | None:
+    """head_dim of the model a run continued (``--init-from``), from its config.json; None when
+    there was none or it is no longer there."""
+    path = Path(init_from) / "config.json" if init_from else None
+    if path is None or not path.is_file():
+        return None
+    config = json.loads(path.read_text())
+    return config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+
+
+def widened(config: dict, shape: dict) -> bool:
+    """Whether a continued run widened its starting model's heads (``--head-dim``): the start's
+    head_dim differs from the run's (taken as widened when the start is gone)."""
+    start = start_head_dim(config.get("init_from"))
+    return start is None or start != shape["head_dim"]
 
 
 def target_command_line(config: dict, shape: dict) -> str:
@@ -69,7 +87,8 @@ def target_command_line(config: dict, shape: dict) -> str:
         f"--max-steps {config['max_steps']} --batch-size {config['batch_size']} --seq-len {config['seq_len']}",
         f"--lr {config['lr']:g} --warmup-steps {config['warmup_steps']} --loss-on {config['loss_on']}",
         "--bf16" if config["bf16"] else "--fp32",
-        *([f"--init-from {config['init_from']} --head-dim {shape['head_dim']}"] if config.get("init_from") else [
+        *([f"--init-from {config['init_from']}" + (f" --head-dim {shape['head_dim']}" if widened(config, shape) else "")]
+          if config.get("init_from") else [
             f"--hidden-size {shape['hidden_size']} --layers {shape['num_hidden_layers']} --heads {shape['num_attention_heads']}",
             f"--kv-heads {shape['num_key_value_heads']} --intermediate-size {shape['intermediate_size']}"]),
         f"--eval-every {config['eval_every']} --eval-windows {config['eval_windows']} --seed {config['seed']} --threads {config['threads']}",
@@ -107,8 +126,10 @@ def write_training_report(model_dir: Path, evaluation: dict, run_summary: dict, 
     start = run_summary.get("init_from")
     started = []
     if start and (Path(start) / "model.safetensors").is_file():
+        widening = ("its heads widened to this head_dim with the same function (`specgauge.train.widen`), then trained on"
+                    if run_summary.get("widened", True) else "its weights trained further on")
         started = [f"- started from: `{start}` (model.safetensors sha256 `{file_sha256(Path(start) / 'model.safetensors')}`), "
-                   "its heads widened to this head_dim with the same function (`specgauge.train.widen`), then trained on",
+                   + widening,
                    f"  the sources {', '.join(run_summary.get('sources', ()))}"]
     lines = [
         "# The embedded target model: how it was trained and what it measures",
