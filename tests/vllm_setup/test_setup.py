@@ -20,7 +20,7 @@ def test_each_shipped_model_is_served_at_its_own_context(tmp_path):
 
 
 def test_prepare_lays_out_every_shipped_drafter_pair(tmp_path, capsys):
-    main(["--root", str(tmp_path)])   # exit 1 here: no vLLM virtualenv under tmp_path
+    assert main(["--root", str(tmp_path)]) == 1   # laid out, then: no vLLM virtualenv under tmp_path
     for model in SHIPPED.values():
         if model.draft_dir is None:
             continue
@@ -29,7 +29,9 @@ def test_prepare_lays_out_every_shipped_drafter_pair(tmp_path, capsys):
             config = json.loads((directory / "config.json").read_text())
             assert config["head_dim"] == 64 and config["torch_dtype"] == "float32", (model.name, directory)
         assert (setup.target / "tokenizer.json").is_file()
-    assert f"laid out {DEFAULT.name}" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert f"laid out {DEFAULT.name}" in printed.out
+    assert printed.err.startswith("vllm_setup: ") and ".venv-vllm" in printed.err and printed.err.count("\n") == 1
 
 
 def test_serve_names_an_unknown_model_in_one_line(tmp_path, capsys):

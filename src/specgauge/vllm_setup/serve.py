@@ -29,7 +29,6 @@ TCMALLOC_CANDIDATES = ("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
                        "/usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4",
                        "/usr/lib64/libtcmalloc_minimal.so.4")
 KV_CACHE_GIB = 1
-MAX_MODEL_LEN = 512
 DTYPE = "float32"
 EAGLE3_DEPTH = 3
 NGRAM_DEPTH = 4
@@ -50,8 +49,8 @@ class VllmSetup:
     venv: Path
     target: Path
     draft: Path
+    max_model_len: int   # the shipped model's context (ShippedModel.context)
     eager: bool = True
-    max_model_len: int = MAX_MODEL_LEN
 
     @property
     def python(self) -> Path:
