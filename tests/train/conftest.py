@@ -44,3 +44,18 @@ def tiny_tokenizer(tiny_corpus):
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(Path(tiny_corpus["tokenizer_dir"]) / "tokenizer.json"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tiny_corpus, tmp_path_factory):
+    """A one-layer target trained 15 steps on the tiny corpus, exported to ``<dir>/model``."""
+    from specgauge.train.target import ModelShape, TrainConfig, Trainer, export_target
+
+    root = tmp_path_factory.mktemp("tiny-model")
+    shape = ModelShape(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                       intermediate_size=64, max_position_embeddings=48)
+    config = TrainConfig(seq_len=48, batch_size=4, lr=1e-2, warmup_steps=2, max_steps=15, bf16=False, eval_every=1000,
+                         eval_windows=2, threads=1)
+    Trainer(tiny_corpus["dir"], root / "run", shape, config, vocab_size=TINY_VOCAB).run()
+    export_target(root / "run", tiny_corpus["tokenizer_dir"], root / "model")
+    return root

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 
-import pytest
 import torch
 
 from specgauge.train.corpus import TARGET_SOURCES
 from specgauge.train.evaluate import distinct_trigram_share, evaluate_model, greedy_continuation, prompt_ids
-from specgauge.train.target import ModelShape, TrainConfig, Trainer, export_target
 
 
 def test_distinct_trigram_share():
@@ -17,18 +15,6 @@ def test_distinct_trigram_share():
     assert distinct_trigram_share([7, 7, 7, 7, 7, 7]) == 1 / 4  # one distinct trigram out of four
     assert distinct_trigram_share([1, 2, 1, 2, 1, 2]) == 2 / 4
     assert distinct_trigram_share([1, 2]) is None
-
-
-@pytest.fixture(scope="module")
-def tiny_model_dir(tiny_corpus, tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny-model")
-    shape = ModelShape(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
-                       intermediate_size=64, max_position_embeddings=48)
-    config = TrainConfig(seq_len=48, batch_size=4, lr=1e-2, warmup_steps=2, max_steps=15, bf16=False, eval_every=1000,
-                         eval_windows=2, threads=1)
-    Trainer(tiny_corpus["dir"], root / "run", shape, config, vocab_size=600).run()
-    export_target(root / "run", tiny_corpus["tokenizer_dir"], root / "model")
-    return root
 
 
 def test_evaluate_reports_loss_and_repetition_per_source(tiny_corpus, tiny_model_dir):

@@ -93,13 +93,20 @@ def tokenizer_command(corpus_dir: Path, output: Path, vocab_size: int) -> None:
 @click.option("--eval-every", type=click.IntRange(min=1), default=250, show_default=True)
 @click.option("--eval-windows", type=click.IntRange(min=1), default=24, show_default=True,
               help="Validation windows of --seq-len tokens per source at each evaluation.")
+@click.option("--unlikelihood", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+              help="Weight of sequence-level unlikelihood steps (every second step; train/unlikelihood.py): greedy "
+                   "continuations are generated and tokens in repeated 4-grams made less likely. 0 = off.")
+@click.option("--ul-batch", type=click.IntRange(min=1), default=8, show_default=True, help="Prefixes per unlikelihood step.")
+@click.option("--ul-prefix", type=click.IntRange(min=1), default=256, show_default=True, help="Tokens per prefix.")
+@click.option("--ul-tokens", type=click.IntRange(min=4), default=128, show_default=True, help="Greedy tokens per prefix.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
 def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output: Path | None, resume: bool,
                    minutes: float | None, max_steps: int, batch_size: int, seq_len: int, lr: float, warmup_steps: int,
                    bf16: bool, loss_on: str, weights: str | None, sources: str | None, rope_theta: float, init_from: Path | None,
                    head_dim: int | None, hidden_size: int, layers: int, heads: int,
-                   kv_heads: int, intermediate_size: int, eval_every: int, eval_windows: int, seed: int, threads: int) -> None:
+                   kv_heads: int, intermediate_size: int, eval_every: int, eval_windows: int, unlikelihood: float,
+                   ul_batch: int, ul_prefix: int, ul_tokens: int, seed: int, threads: int) -> None:
     """Train the target on a balanced mix of all sources, with resumable checkpoints."""
     require_extra("engine", "torch", "tokenizers", "safetensors")
     import json
@@ -119,7 +126,8 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
         config = TrainConfig(seq_len=seq_len, batch_size=batch_size, lr=lr, warmup_steps=warmup_steps, max_steps=max_steps,
                              minutes=minutes, bf16=bf16, loss_on=loss_on, seed=seed, threads=threads,
                              eval_every=eval_every, eval_windows=eval_windows, sources=chosen, init_from=str(init_from) if init_from else None,
-                             weights=parse_weights(weights, chosen))
+                             weights=parse_weights(weights, chosen), unlikelihood=unlikelihood, ul_batch=ul_batch,
+                             ul_prefix=ul_prefix, ul_tokens=ul_tokens)
     except ValueError as exc:
         raise UserError(f"--sources: {exc}" if "sources" in str(exc) else str(exc)) from None
     if head_dim is not None and init_from is None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from specgauge.engine.models.llama import LlamaForCausalLM, load_model, rope_cos_sin
+from specgauge.engine.models.llama import LlamaForCausalLM, load_model
 from specgauge.train.chat import END, END_OF_TEXT, role_token, tokenize_conversation
 from specgauge.train.corpus import TARGET_SOURCES, read_text
 from specgauge.train.dataset import load_split
+from specgauge.train.greedy import BatchKVCache, cached_forward
 from specgauge.train.target import validation_losses
 
 
@@ -19,38 +19,6 @@ def distinct_trigram_share(tokens: list[int]) -> float | None:
     """Distinct trigrams / all trigrams of a token sequence (1.0 = never repeats; None if < 3 tokens)."""
     trigrams = list(zip(tokens, tokens[1:], tokens[2:]))
     return len(set(trigrams)) / len(trigrams) if trigrams else None
-
-
-class _KVCache:
-    """Keys and values per layer for one sequence, appended as decoding goes."""
-
-    def __init__(self, layers: int) -> None:
-        self.keys: list[torch.Tensor | None] = [None] * layers  # each (1, Hkv, T, D)
-        self.values: list[torch.Tensor | None] = [None] * layers
-
-    def extend(self, index: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.keys[index] is not None:
-            k = torch.cat([self.keys[index], k], dim=2)
-            v = torch.cat([self.values[index], v], dim=2)
-        self.keys[index], self.values[index] = k, v
-        return k, v
-
-
-def _cached_forward(model: LlamaForCausalLM, ids: torch.Tensor, start: int, cache: _KVCache) -> torch.Tensor:
-    """Logits (V,) of the last of ``ids`` (1, t) at positions ``start..start+t-1``, extending ``cache``."""
-    t = ids.shape[1]
-    positions = torch.arange(start, start + t).unsqueeze(0)  # (1, t)
-    cos, sin = rope_cos_sin(model.inv_freq, positions)  # (1, t, D)
-    x = model.model.embed_tokens(ids)  # (1, t, h)
-    for index, layer in enumerate(model.model.layers):
-        attn = layer.self_attn
-        q, k, v = attn.project_qkv(layer.input_layernorm(x), cos, sin)  # q (1, Hq, t, D), k/v (1, Hkv, t, D)
-        k, v = cache.extend(index, k, v)  # (1, Hkv, start + t, D)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0 and t > 1,
-                                             enable_gqa=attn.num_kv_heads != attn.num_heads)  # (1, Hq, t, D)
-        x = x + attn.o_proj(out.transpose(1, 2).reshape(1, t, -1))
-        x = x + layer.mlp(layer.post_attention_layernorm(x))
-    return model.lm_head(model.model.norm(x[:, -1]))[0]
 
 
 @torch.no_grad()
@@ -61,15 +29,15 @@ def greedy_continuation(model: LlamaForCausalLM, prompt_ids: list[int], max_new_
     if max_new_tokens >= context:
         raise ValueError(f"max_new_tokens {max_new_tokens} does not fit the context of {context}")
     prompt = list(prompt_ids)[-(context - max_new_tokens):]
-    cache = _KVCache(len(model.model.layers))
-    logits = _cached_forward(model, torch.tensor([prompt]), 0, cache)
+    cache = BatchKVCache(len(model.model.layers))
+    logits = cached_forward(model, torch.tensor([prompt]), 0, cache)[0]
     out: list[int] = []
     for _ in range(max_new_tokens):
         token = int(logits.argmax())
         out.append(token)
         if token in stop_ids or len(out) == max_new_tokens:
             break
-        logits = _cached_forward(model, torch.tensor([[token]]), len(prompt) + len(out) - 1, cache)
+        logits = cached_forward(model, torch.tensor([[token]]), len(prompt) + len(out) - 1, cache)[0]
     return out
 
 

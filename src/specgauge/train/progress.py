@@ -29,21 +29,22 @@ def run_with_progress(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, shap
     sizes = {name: len(source) for name, source in trainer.train_sources.items()}
     console.print(f"target: {trainer.model.num_parameters() / 1e6:.2f}M parameters, shape {shape}, train tokens {sizes}")
     total = config.max_steps
-    window = {"loss": 0.0, "n": 0, "t": time.monotonic(), "step": trainer.state.step}
+    window = {"loss": 0.0, "n": 0, "ul": 0.0, "ul_n": 0, "t": time.monotonic(), "step": trainer.state.step}
     with Progress(TextColumn("[bold]train target"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
                   TimeElapsedColumn(), console=console, transient=False) as bar:
         task = bar.add_task("train", total=total, completed=trainer.state.step, info="")
 
         def on_step(step: int, loss: float, lr: float) -> None:
-            window["loss"] += loss
-            window["n"] += 1
-            bar.update(task, completed=step, info=f"loss {loss:.3f} lr {lr:.2e}")
+            kind = "ul" if trainer.is_unlikelihood_step(step - 1) else "loss"
+            window[kind] += loss
+            window["ul_n" if kind == "ul" else "n"] += 1
+            bar.update(task, completed=step, info=f"{kind} {loss:.3f} lr {lr:.2e}")
             if step % PRINT_EVERY == 0:
                 elapsed = time.monotonic() - window["t"]
-                tokens = (step - window["step"]) * config.batch_size * config.seq_len
-                bar.console.print(f"step {step} loss {window['loss'] / window['n']:.4f} lr {lr:.2e} "
-                                  f"{tokens / max(elapsed, 1e-9):.0f} tok/s progress {trainer.progress():.3f}")
-                window.update(loss=0.0, n=0, t=time.monotonic(), step=step)
+                unlikelihood = f" unlikelihood {window['ul'] / window['ul_n']:.4f}" if window["ul_n"] else ""
+                bar.console.print(f"step {step} loss {window['loss'] / max(window['n'], 1):.4f}{unlikelihood} lr {lr:.2e} "
+                                  f"{(step - window['step']) / max(elapsed, 1e-9) * 60:.1f} steps/min progress {trainer.progress():.3f}")
+                window.update(loss=0.0, n=0, ul=0.0, ul_n=0, t=time.monotonic(), step=step)
 
         def on_eval(step: int, losses: dict) -> None:
             shown = " ".join(f"{k} {v:.4f}" for k, v in losses.items())

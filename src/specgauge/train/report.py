@@ -91,6 +91,8 @@ def target_command_line(config: dict, shape: dict) -> str:
           if config.get("init_from") else [
             f"--hidden-size {shape['hidden_size']} --layers {shape['num_hidden_layers']} --heads {shape['num_attention_heads']}",
             f"--kv-heads {shape['num_key_value_heads']} --intermediate-size {shape['intermediate_size']}"]),
+        (f"--unlikelihood {config['unlikelihood']:g} --ul-batch {config['ul_batch']} --ul-prefix {config['ul_prefix']} "
+         f"--ul-tokens {config['ul_tokens']}") if config.get("unlikelihood") else "",
         f"--eval-every {config['eval_every']} --eval-windows {config['eval_windows']} --seed {config['seed']} --threads {config['threads']}",
         f"--rope-theta {shape['rope_theta']:g}" if shape.get("rope_theta", 10000.0) != 10000.0 and not config.get("init_from") else "",
         f"--sources {','.join(config['sources'])}" if tuple(config.get("sources", TARGET_SOURCES)) != TARGET_SOURCES else "",

@@ -88,6 +88,11 @@ class TrainConfig:
     weights: dict = field(default_factory=dict)
     sources: tuple = TARGET_SOURCES  # corpus sources trained on and validated per source
     init_from: str | None = None  # a model directory to continue training (else a fresh init)
+    # sequence-level unlikelihood (train/unlikelihood.py): every second step, when the weight is > 0
+    unlikelihood: float = 0.0  # weight of the unlikelihood loss; 0 = plain next-token training
+    ul_batch: int = 8  # prefixes continued per unlikelihood step
+    ul_prefix: int = 256  # tokens of each prefix, cut at random from a training window
+    ul_tokens: int = 128  # greedy tokens generated after each prefix
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
@@ -97,7 +102,11 @@ class TrainConfig:
                              f"a non-empty subset of {', '.join(SOURCES)}")
         if self.loss_on not in ("all", "response"):
             raise ValueError("loss_on must be 'all' or 'response'")
-        for name in ("seq_len", "batch_size", "max_steps", "eval_every"):
+        if self.unlikelihood < 0:
+            raise ValueError("unlikelihood must be >= 0")
+        if self.unlikelihood and self.ul_prefix >= self.seq_len:
+            raise ValueError(f"ul_prefix {self.ul_prefix} must be shorter than seq_len {self.seq_len}")
+        for name in ("seq_len", "batch_size", "max_steps", "eval_every", "ul_batch", "ul_prefix", "ul_tokens"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         if self.minutes is not None and self.minutes <= 0:
@@ -242,13 +251,34 @@ class Trainer:
         by_time = self.state.trained_seconds / (self.config.minutes * 60) if self.config.minutes else 0.0
         return max(by_steps, by_time)
 
+    def is_unlikelihood_step(self, step: int) -> bool:
+        """Is the step after ``step`` completed steps an unlikelihood step (every second one when its weight is > 0)?"""
+        return self.config.unlikelihood > 0 and step % 2 == 1
+
+    def _unlikelihood_loss(self, inputs: torch.Tensor) -> torch.Tensor:
+        """The weighted unlikelihood loss of greedy continuations of prefixes cut from ``inputs`` (B, T)."""
+        from specgauge.train.unlikelihood import unlikelihood_loss
+
+        count, prefix = self.config.ul_batch, self.config.ul_prefix
+        rows = torch.arange(count) % inputs.shape[0]
+        starts = torch.randint(0, inputs.shape[1] - prefix + 1, (count,))
+        prefixes = torch.stack([inputs[r, s : s + prefix] for r, s in zip(rows.tolist(), starts.tolist())])  # (count, P)
+        eos = self.model.config.eos_token_id
+        stop_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        loss, _ = unlikelihood_loss(self.model, prefixes, stop_ids, self.config.ul_tokens, self.config.bf16)
+        return self.config.unlikelihood * loss
+
     def train_step(self) -> float:
-        """One optimizer step on a fresh balanced batch; returns the loss."""
+        """One optimizer step on a fresh balanced batch; returns the loss (the unlikelihood loss on
+        an unlikelihood step)."""
         inputs, targets, mask = self.batches.next()
         lr = lr_at(self.state.step, self.progress(), self.config)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        loss = lm_loss(self.model, inputs, targets, mask if self.config.loss_on == "response" else None, self.config.bf16)
+        if self.is_unlikelihood_step(self.state.step):
+            loss = self._unlikelihood_loss(inputs)
+        else:
+            loss = lm_loss(self.model, inputs, targets, mask if self.config.loss_on == "response" else None, self.config.bf16)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
