@@ -32,6 +32,9 @@ def test_target_bad_weights_and_shape(tiny_corpus, tmp_path):
     common = ("target", "--corpus", str(tiny_corpus["dir"]), "--tokenizer", str(tiny_corpus["tokenizer_dir"]), "--run-dir", str(tmp_path))
     _one_line_error(run_cli(*common, "--weights", "novels=1"), "--weights", "novels")
     _one_line_error(run_cli(*common, "--hidden-size", "100", "--heads", "3"), "--hidden-size")
+    _one_line_error(run_cli(*common, "--seq-len", "64", "--unlikelihood", "1", "--ul-prefix", "60", "--ul-tokens", "8"),
+                    "--ul-prefix", "must fit seq_len 64")
+    _one_line_error(run_cli(*common, "--unlikelihood", "-1"), "--unlikelihood")
 
 
 def test_eval_without_model(tmp_path):

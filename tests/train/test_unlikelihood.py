@@ -84,7 +84,7 @@ def test_the_trainer_alternates_next_token_and_unlikelihood_steps(tiny_corpus, t
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"unlikelihood": -1.0}, "unlikelihood must be >= 0"),
-    ({"unlikelihood": 1.0, "ul_prefix": 48}, "ul_prefix 48 must be shorter than seq_len 48"),
+    ({"unlikelihood": 1.0, "ul_prefix": 40, "ul_tokens": 9}, r"ul_prefix \+ ul_tokens \(40 \+ 9\) must fit seq_len 48"),
     ({"ul_tokens": 0}, "ul_tokens must be positive"),
 ])
 def test_bad_unlikelihood_settings_are_refused(kwargs, message):

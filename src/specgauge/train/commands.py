@@ -129,7 +129,8 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
                              weights=parse_weights(weights, chosen), unlikelihood=unlikelihood, ul_batch=ul_batch,
                              ul_prefix=ul_prefix, ul_tokens=ul_tokens)
     except ValueError as exc:
-        raise UserError(f"--sources: {exc}" if "sources" in str(exc) else str(exc)) from None
+        flag = "--sources: " if "sources" in str(exc) else "--ul-prefix/--ul-tokens: " if str(exc).startswith("ul_prefix") else ""
+        raise UserError(f"{flag}{exc}") from None
     if head_dim is not None and init_from is None:
         raise UserError("--head-dim: only with --init-from (a fresh target's head_dim is --hidden-size / --heads)")
     if init_from is not None:

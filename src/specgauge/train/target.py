@@ -104,8 +104,9 @@ class TrainConfig:
             raise ValueError("loss_on must be 'all' or 'response'")
         if self.unlikelihood < 0:
             raise ValueError("unlikelihood must be >= 0")
-        if self.unlikelihood and self.ul_prefix >= self.seq_len:
-            raise ValueError(f"ul_prefix {self.ul_prefix} must be shorter than seq_len {self.seq_len}")
+        if self.unlikelihood and self.ul_prefix + self.ul_tokens > self.seq_len:
+            raise ValueError(f"ul_prefix + ul_tokens ({self.ul_prefix} + {self.ul_tokens}) must fit seq_len {self.seq_len}, "
+                             "the positions the model is trained at")
         for name in ("seq_len", "batch_size", "max_steps", "eval_every", "ul_batch", "ul_prefix", "ul_tokens"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
