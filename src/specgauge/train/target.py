@@ -266,8 +266,8 @@ class Trainer:
         prefixes = torch.stack([inputs[r, s : s + prefix] for r, s in zip(rows.tolist(), starts.tolist())])  # (count, P)
         eos = self.model.config.eos_token_id
         stop_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        loss, _ = unlikelihood_loss(self.model, prefixes, stop_ids, self.config.ul_tokens, self.config.bf16)
-        return self.config.unlikelihood * loss
+        return self.config.unlikelihood * unlikelihood_loss(self.model, prefixes, stop_ids, self.config.ul_tokens,
+                                                             self.config.bf16)
 
     def train_step(self) -> float:
         """One optimizer step on a fresh balanced batch; returns the loss (the unlikelihood loss on

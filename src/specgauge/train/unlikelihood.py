@@ -72,8 +72,7 @@ def unlikelihood_of(model: LlamaForCausalLM, sequences: torch.Tensor, start: int
 
 
 def unlikelihood_loss(model: LlamaForCausalLM, prefixes: torch.Tensor, stop_ids: set[int], steps: int,
-                      bf16: bool) -> tuple[torch.Tensor, float]:
-    """The unlikelihood loss of ``model``'s own greedy continuations of ``prefixes`` (B, P), and the
-    share of generated tokens it penalises."""
+                      bf16: bool) -> torch.Tensor:
+    """The unlikelihood loss of ``model``'s own greedy continuations of ``prefixes`` (B, P)."""
     sequences, mask = continue_and_mark(model, prefixes, stop_ids, steps)
-    return unlikelihood_of(model, sequences, prefixes.shape[1], mask, bf16), float(mask.float().mean())
+    return unlikelihood_of(model, sequences, prefixes.shape[1], mask, bf16)
