@@ -22,11 +22,15 @@ def bf16_model(tmp_path):
     return model
 
 
-def logits_of(model, plan, tokens, others):
+def logits_of(model, plan, tokens, others, prompt_len=None):
     """Run ``tokens`` through steps of the given new-token counts, each step also carrying
-    ``others`` (name → ids, advanced alongside one chunk at a time); its logits, row by row."""
+    ``others`` (name → ids, advanced alongside one chunk at a time); its logits, row by row.
+    With ``prompt_len``, tokens past it are the request's output (generated tokens, as a decode,
+    a verify or a recompute after preemption sees them)."""
     runner, blocks = runner_for(model, num_blocks=260)
-    request = Request("main", tokens, SamplingParams())
+    prompt_len = len(tokens) if prompt_len is None else prompt_len
+    request = Request("main", tokens[:prompt_len], SamplingParams())
+    request.output_ids = tokens[prompt_len:]
     side = {name: Request(name, ids, SamplingParams()) for name, ids in others.items()}
     done = {name: 0 for name in side}
     rows, start = [], 0
@@ -56,3 +60,19 @@ def test_a_tokens_logits_are_the_same_bits_in_any_step(bf16_model):
     decoded = logits_of(bf16_model, [240] + [1] * 60, tokens, others)                   # one token a step
     assert torch.equal(chunked, whole)
     assert torch.equal(decoded, whole)
+
+
+def test_prompt_and_generated_tokens_keep_their_bits_in_any_step(bf16_model):
+    # prompt rows attend in position-aligned blocks, generated rows row by row: a generated token
+    # decoded alone, inside 5-token verify runs, or recomputed with its prompt after a preemption
+    # (one step holding prompt rows and generated rows) gets the same bits
+    torch.manual_seed(4)
+    tokens = torch.randint(0, 101, (290,)).tolist()
+    others = {"x": torch.randint(0, 101, (40,)).tolist()}
+    decoded = logits_of(bf16_model, [230] + [1] * 60, tokens, {}, prompt_len=230)
+    verified = logits_of(bf16_model, [97, 133] + [5] * 12, tokens, others, prompt_len=230)
+    recomputed = logits_of(bf16_model, [290], tokens, {}, prompt_len=230)
+    recomputed_in_chunks = logits_of(bf16_model, [150, 100, 40], tokens, others, prompt_len=230)
+    assert torch.equal(verified, decoded)
+    assert torch.equal(recomputed, decoded)
+    assert torch.equal(recomputed_in_chunks, decoded)

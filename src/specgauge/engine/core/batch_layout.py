@@ -27,8 +27,10 @@ class Segment(NamedTuple):
 
     ``tree_mask`` ((T, T) nested lists) and ``depths`` (T) describe a tree over the new tokens
     (None: a causal chain). ``logit_rows`` are the indices among the new tokens whose logits
-    are wanted. (A named tuple: immutable, and made per sequence per step at a fraction of a
-    frozen dataclass's cost.)
+    are wanted. ``prompt_rows``: how many leading new tokens are prompt tokens (a batch-invariant
+    model attends those in position-aligned blocks; see :class:`~specgauge.engine.core.kv_cache.AttentionGroup`).
+    (A named tuple: immutable, and made per sequence per step at a fraction of a frozen
+    dataclass's cost.)
     """
 
     request_id: str
@@ -37,6 +39,7 @@ class Segment(NamedTuple):
     logit_rows: Sequence[int]
     tree_mask: Sequence[Sequence[bool]] | None = None
     depths: Sequence[int] | None = None
+    prompt_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,14 +72,16 @@ def lay_out(segments: Sequence[Segment], blocks: BlockManager, device: torch.dev
     if causal_rows is not None and len(segments) == 1 and segments[0].context > 0 and segments[0].tree_mask is None:
         return _one_chain(segments[0], blocks, device, causal_rows)
 
-    def key(i: int) -> tuple[int, int]:
-        return len(segments[i].tokens), width_bucket(len(blocks.table(segments[i].request_id).blocks))
+    def key(i: int) -> tuple[int, int, int, int]:
+        seg = segments[i]  # segments with prompt rows group only with others of the same context
+        return (len(seg.tokens), width_bucket(len(blocks.table(seg.request_id).blocks)), seg.prompt_rows,
+                seg.context if seg.prompt_rows else 0)
 
     ordered = sorted(range(len(segments)), key=key)
     input_ids: list[int] = []
     offsets = [0] * len(segments)
     positions, slots, groups = [], [], []
-    for (q_len, _), indices in groupby(ordered, key=key):
+    for (q_len, _, prompt_rows, _), indices in groupby(ordered, key=key):
         indices = list(indices)
         members = [segments[i] for i in indices]
         start = len(input_ids)
@@ -92,7 +97,7 @@ def lay_out(segments: Sequence[Segment], blocks: BlockManager, device: torch.dev
                                   for s in members])  # (B, Tq)
         group, group_positions, group_slots = build_group(
             start, q_len, [s.context for s in members], [blocks.table(s.request_id).blocks for s in members],
-            blocks.block_size, device, dtype, tree_mask=tree_mask, tree_depths=depths)
+            blocks.block_size, device, dtype, tree_mask=tree_mask, tree_depths=depths, prompt_rows=prompt_rows)
         groups.append(group)
         positions.append(group_positions)
         slots.append(group_slots)

@@ -63,6 +63,13 @@ class AttentionGroup:
     block_table: torch.Tensor | None
     mask: torch.Tensor | None
     folded_mask: "torch.Tensor | list | None" = None  # the mask per (head, row), built once a forward (row-wise attention)
+    # Batch-invariant attention: the first ``prompt_rows`` new tokens of every member are prompt
+    # tokens at positions ``first_position`` on (the members share it), attended in
+    # position-aligned blocks (attention.prompt_block_attention); ``block_masks`` keeps those
+    # blocks' masks for the forward's other layers.
+    prompt_rows: int = 0
+    first_position: int = 0
+    block_masks: dict | None = None
 
     @property
     def fresh(self) -> bool:
@@ -96,7 +103,7 @@ def width_bucket(num_blocks: int) -> int:
 def build_group(token_start: int, q_len: int, context_lens: list[int], block_tables: list[list[int]],
                 block_size: int, device: torch.device, dtype: torch.dtype = torch.float32,
                 tree_mask: "list[list[bool]] | torch.Tensor | None" = None,
-                tree_depths: "list[int] | torch.Tensor | None" = None,
+                tree_depths: "list[int] | torch.Tensor | None" = None, prompt_rows: int = 0,
                 ) -> tuple[AttentionGroup, torch.Tensor, torch.Tensor]:
     """Index tensors for sequences with ``q_len`` new tokens after ``context_lens`` cached ones.
 
@@ -108,8 +115,13 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
     of one group may have trees of different shapes: pass ``tree_mask`` as a (B, Tq, Tq) bool
     tensor and ``tree_depths`` as (B, Tq).
 
+    ``prompt_rows``: how many leading new tokens of every member are prompt tokens (the members
+    then share one context; see :class:`AttentionGroup`).
+
     Returns the group, the new tokens' RoPE positions (B*Tq,) and their write slots (B*Tq,).
     """
+    if prompt_rows and len(set(context_lens)) > 1:
+        raise ValueError("members with prompt rows must share one context")
     batch = len(context_lens)
     max_blocks = max(len(t) for t in block_tables)
     table = torch.tensor([t + [0] * (max_blocks - len(t)) for t in block_tables], dtype=torch.long)  # (B, nb)
@@ -119,7 +131,8 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
     depths = torch.as_tensor(tree_depths, dtype=torch.long) if tree_depths is not None else torch.arange(q_len)
     positions = ctx + (depths if depths.dim() == 2 else depths.unsqueeze(0))  # (B, Tq) RoPE positions
     if max(context_lens) == 0 and tree_mask is None:
-        group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None)
+        group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None,
+                               prompt_rows=prompt_rows)
     else:
         keys = torch.arange(max_blocks * block_size).view(1, 1, -1)  # (1, 1, Tk) key storage positions
         visible = keys <= stored.unsqueeze(2)  # (B, Tq, Tk) causal; also hides padded blocks
@@ -133,5 +146,6 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
             visible = torch.where(among_new, sees_new, offset < 0)
         mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, float("-inf"))
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len,
-                               table.to(device), mask.unsqueeze(1).to(device))
+                               table.to(device), mask.unsqueeze(1).to(device),
+                               prompt_rows=prompt_rows, first_position=context_lens[0] if prompt_rows else 0)
     return group, positions.reshape(-1), write_slots.reshape(-1)

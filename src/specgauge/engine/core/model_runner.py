@@ -47,8 +47,15 @@ class ModelRunner:
         """The flat ragged layout (:func:`lay_out`) of the sequences' new tokens, one segment per
         sequence in order; a sequence that samples wants its last new token's logits."""
         return lay_out([Segment(seq.request.request_id, seq.start, seq.request.token_ids(seq.start, seq.start + seq.num_new),
-                                [seq.num_new - 1] if seq.samples else []) for seq in seqs],
+                                [seq.num_new - 1] if seq.samples else [],
+                                prompt_rows=self.prompt_rows(seq)) for seq in seqs],
                        self.blocks, self.device, self.model.attention_dtype)
+
+    def prompt_rows(self, seq: ScheduledSeq) -> int:
+        """How many of ``seq``'s new tokens a batch-invariant model attends as prompt rows (in
+        position-aligned blocks); 0 for a model that is not batch-invariant (it attends every group
+        as one call, so grouping prompt rows apart would gain nothing)."""
+        return seq.request.prompt_rows(seq.start, seq.num_new) if self.model.batch_invariant else 0
 
     @torch.inference_mode()
     def run(self, batch: ScheduledBatch) -> list[SeqOutput]:

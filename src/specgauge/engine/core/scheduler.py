@@ -95,6 +95,10 @@ class Request:
             return self.output_ids[start - n_prompt:stop - n_prompt]
         return self.prompt_ids[start:] + self.output_ids[:stop - n_prompt]
 
+    def prompt_rows(self, start: int, count: int) -> int:
+        """How many of tokens ``start .. start+count-1`` are prompt tokens (they come first)."""
+        return max(0, min(count, len(self.prompt_ids) - start))
+
 
 @dataclass(frozen=True)
 class SchedulerConfig:

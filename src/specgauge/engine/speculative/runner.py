@@ -92,7 +92,8 @@ class SpeculativeRunner(ModelRunner):
             depths = None if tree.is_chain else tree.node_depths()
             return Segment(seq.request.request_id, seq.start, tokens + list(tree.tokens),
                            list(range(len(tree) + 1)), mask, depths)
-        return Segment(seq.request.request_id, seq.start, tokens, [seq.num_new - 1] if seq.samples else [])
+        return Segment(seq.request.request_id, seq.start, tokens, [seq.num_new - 1] if seq.samples else [],
+                       prompt_rows=self.prompt_rows(seq))
 
     def _keep(self, seqs: list[ScheduledSeq], offsets: tuple[int, ...], trees: dict[int, DraftTree],
               verdicts: dict[int, Verdict], features: torch.Tensor | None
