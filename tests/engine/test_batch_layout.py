@@ -69,3 +69,25 @@ def test_the_one_chain_shortcut_equals_the_general_layout():
     # a fresh segment (no cached context) takes the general path, causal group and all
     fresh = lay_out([Segment("x", 0, [1, 2, 3], [2])], blocks, torch.device("cpu"), causal_rows=causal_rows)
     assert len(calls) == 1 and fresh.batch.groups[0].fresh
+
+
+def test_groups_say_when_their_keys_are_a_view_of_the_pool_and_keep_prompt_rows_apart():
+    blocks = BlockManager(num_blocks=64, block_size=4)
+    blocks.grow("a", 8)   # blocks of a, then b, then a again: a's table is not consecutive
+    blocks.grow("b", 12)
+    blocks.grow("a", 12)
+    blocks.grow("c", 9)
+    layout = lay_out([Segment("a", 11, [1], [0]), Segment("b", 11, [2], [0]), Segment("c", 8, [3], [0])],
+                     blocks, torch.device("cpu"))
+    (group,) = layout.batch.groups
+    assert group.batch == 3 and group.first_block is None  # several sequences: a gather
+    table_c = blocks.table("c").blocks
+    assert table_c == list(range(table_c[0], table_c[0] + 3))
+    alone = lay_out([Segment("c", 8, [3], [0])], blocks, torch.device("cpu")).batch.groups[0]
+    assert alone.first_block == table_c[0]  # consecutive blocks, one sequence: a view
+    lone_a = lay_out([Segment("a", 11, [1], [0])], blocks, torch.device("cpu")).batch.groups[0]
+    assert lone_a.first_block is None
+    # prompt rows group only with segments of the same context (their blocks are aligned to positions)
+    prompts = lay_out([Segment("a", 4, [1, 2], [1], prompt_rows=2), Segment("b", 4, [3, 4], [1], prompt_rows=2),
+                       Segment("c", 6, [5, 6], [1], prompt_rows=2)], blocks, torch.device("cpu")).batch.groups
+    assert sorted((g.batch, g.first_position, g.prompt_rows) for g in prompts) == [(1, 6, 2), (2, 4, 2)]

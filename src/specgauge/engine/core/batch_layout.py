@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple, Sequence, TypeVar
 import torch
 
 from specgauge.engine.core.block_manager import BlockManager
-from specgauge.engine.core.kv_cache import AttentionGroup, ForwardBatch, build_group, width_bucket
+from specgauge.engine.core.kv_cache import AttentionGroup, ForwardBatch, build_group, consecutive_from, width_bucket
 
 T = TypeVar("T")
 
@@ -123,7 +123,8 @@ def _one_chain(segment: Segment, blocks: BlockManager, device: torch.device, cau
     first, count = segment.context, len(segment.tokens)
     slots = blocks.slots(segment.request_id, first, first + count)
     mask = causal_rows(first, count, len(table) * blocks.block_size).unsqueeze(0).unsqueeze(0)  # (1, 1, T, Tk)
-    group = AttentionGroup(0, count, 1, count, torch.tensor([table], device=device), mask)
+    group = AttentionGroup(0, count, 1, count, torch.tensor([table], device=device), mask,
+                           first_block=consecutive_from([table]))
     batch = ForwardBatch(torch.tensor(segment.tokens, device=device), torch.arange(first, first + count, device=device),
                          torch.tensor(slots, device=device), [group], torch.tensor(segment.logit_rows, device=device))
     return BatchLayout(batch, (0,), (0,), (0,))

@@ -1,11 +1,14 @@
 """The preallocated KV pool and the per-step attention layout that addresses it.
 
-Layout: one key tensor and one value tensor of shape ``(L, num_slots, Hkv, D)`` with
+Layout: one key tensor and one value tensor of shape ``(L, Hkv, num_slots, D)`` with
 ``num_slots = num_blocks * block_size``; slot ``b * block_size + i`` is token ``i`` of block ``b``.
+Heads come before slots, so a sequence's keys for one head lie together: a gather of its blocks is
+one contiguous run per head, and a sequence whose blocks are consecutive in the pool needs no
+gather at all (a view; :attr:`AttentionGroup.first_block`).
 Which blocks belong to which request is decided by :class:`~specgauge.engine.core.block_manager.BlockManager`
 (pure Python); this module only turns block tables into index tensors, once per step.
 
-Attention reads whole blocks: ``k.view(L, num_blocks, block_size, Hkv, D)[layer][block_table]``.
+Attention reads whole blocks: ``k[layer].view(Hkv, num_blocks, block_size, D)[:, block_table]``.
 
 A step's tokens are laid out flat, ``(N,)``, sequence after sequence. Sequences with the same
 number of new tokens (all decodes; a verify of k+1 tokens; equal prefill chunks) form one
@@ -27,14 +30,14 @@ class KVCache:
                  head_dim: int, dtype: torch.dtype, device: torch.device | str) -> None:
         self.num_blocks = num_blocks
         self.block_size = block_size
-        shape = (num_layers, num_blocks * block_size, num_kv_heads, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)  # (L, S, Hkv, D)
+        shape = (num_layers, num_kv_heads, num_blocks * block_size, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)  # (L, Hkv, S, D)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)  # (L, Hkv, S, D)
 
     def copy_slots(self, src: torch.Tensor, dst: torch.Tensor) -> None:
         """Copy K/V of slots ``src`` to slots ``dst`` in every layer (compacting an accepted tree path)."""
-        self.k[:, dst] = self.k[:, src]
-        self.v[:, dst] = self.v[:, src]
+        self.k[:, :, dst] = self.k[:, :, src]
+        self.v[:, :, dst] = self.v[:, :, src]
 
     @property
     def nbytes(self) -> int:
@@ -70,6 +73,9 @@ class AttentionGroup:
     prompt_rows: int = 0
     first_position: int = 0
     block_masks: dict | None = None
+    # One member whose blocks are consecutive in the pool: the first of them (its keys are then a
+    # view of the pool, not a gather); None otherwise.
+    first_block: int | None = None
 
     @property
     def fresh(self) -> bool:
@@ -89,6 +95,15 @@ class ForwardBatch:
     @property
     def num_tokens(self) -> int:
         return int(self.input_ids.shape[0])
+
+
+def consecutive_from(block_tables: list[list[int]]) -> int | None:
+    """The first block of a lone block table whose blocks are consecutive (``b, b+1, …``), else None."""
+    if len(block_tables) != 1:
+        return None
+    table = block_tables[0]
+    first = table[0]
+    return first if table[-1] - first == len(table) - 1 and table == list(range(first, first + len(table))) else None
 
 
 def width_bucket(num_blocks: int) -> int:
@@ -147,5 +162,6 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
         mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, float("-inf"))
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len,
                                table.to(device), mask.unsqueeze(1).to(device),
-                               prompt_rows=prompt_rows, first_position=context_lens[0] if prompt_rows else 0)
+                               prompt_rows=prompt_rows, first_position=context_lens[0] if prompt_rows else 0,
+                               first_block=consecutive_from(block_tables))
     return group, positions.reshape(-1), write_slots.reshape(-1)

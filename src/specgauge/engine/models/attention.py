@@ -180,7 +180,7 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
     """Write the step's new K/V into one layer's pool and attend, group by group.
 
     q (N, Hq, D), k and v (N, Hkv, D) for the step's new tokens; ``k_layer``/``v_layer``
-    (S, Hkv, D) are the layer's slots. Returns the attention output (N, Hq * D) in ``attn_dtype``.
+    (Hkv, S, D) are the layer's slots. Returns the attention output (N, Hq * D) in ``attn_dtype``.
     Shared by the target's cached forward and the EAGLE-3 head's (one layer of its own).
     ``invariant``: attend row by row (:func:`rowwise_attention`), so a token's output is the
     same bits whatever else is in the step — prefill chunking, verify length, batch.
@@ -188,21 +188,24 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
     n, n_q, d = q.shape
     n_kv = k.shape[1]
     gqa = n_q != n_kv
-    k_layer.index_copy_(0, batch.write_slots, k.to(k_layer.dtype))
-    v_layer.index_copy_(0, batch.write_slots, v.to(v_layer.dtype))
-    num_blocks = k_layer.shape[0] // block_size
-    k_blocks = k_layer.view(num_blocks, block_size, n_kv, d)  # (blocks, bs, Hkv, D)
-    v_blocks = v_layer.view(num_blocks, block_size, n_kv, d)
+    k_layer.index_copy_(1, batch.write_slots, k.transpose(0, 1).to(k_layer.dtype))
+    v_layer.index_copy_(1, batch.write_slots, v.transpose(0, 1).to(v_layer.dtype))
+    num_blocks = k_layer.shape[1] // block_size
+    k_blocks = k_layer.view(n_kv, num_blocks, block_size, d)  # (Hkv, blocks, bs, D)
+    v_blocks = v_layer.view(n_kv, num_blocks, block_size, d)
     outs = []
     for g in batch.groups:
         qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
         if g.fresh:  # keys are the step's own tokens
             kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
             vg = v[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
+        elif g.first_block is not None:  # one sequence on consecutive blocks: a view, no gather
+            first, stop = g.first_block * block_size, (g.first_block + g.block_table.shape[1]) * block_size
+            kg, vg = k_layer[:, first:stop].unsqueeze(0), v_layer[:, first:stop].unsqueeze(0)  # (1, Hkv, Tk, D)
         else:  # gather whole blocks (index_select: ~3x faster than advanced indexing on CPU)
             blocks = g.block_table.reshape(-1)  # (B*nb,)
-            kg = k_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)  # (B, Hkv, Tk, D)
-            vg = v_blocks.index_select(0, blocks).view(g.batch, -1, n_kv, d).transpose(1, 2)
+            kg = k_blocks.index_select(1, blocks).view(n_kv, g.batch, -1, d).transpose(0, 1)  # (B, Hkv, Tk, D)
+            vg = v_blocks.index_select(1, blocks).view(n_kv, g.batch, -1, d).transpose(0, 1)
         qg, kg, vg = qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype)
         if invariant:
             o = _invariant_group_attention(qg, kg, vg, g)

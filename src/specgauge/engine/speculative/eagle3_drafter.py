@@ -288,10 +288,11 @@ class Eagle3Drafter:
         cfg = self.head.config
         n_kv, d = cfg.num_key_value_heads, cfg.head_size
         block = self.blocks.block_size
-        pool_k = self.cache.k[0].view(-1, block, n_kv, d)
-        pool_v = self.cache.v[0].view(-1, block, n_kv, d)
-        keys = pool_k.index_select(0, table.view(-1)).view(len(requests), width * block, n_kv, d)  # (B, Tk, Hkv, D)
-        values = pool_v.index_select(0, table.view(-1)).view(len(requests), width * block, n_kv, d)
+        pool_k = self.cache.k[0].view(n_kv, -1, block, d)  # (Hkv, blocks, bs, D)
+        pool_v = self.cache.v[0].view(n_kv, -1, block, d)
+        keys = pool_k.index_select(1, table.view(-1)).view(n_kv, len(requests), width * block, d).permute(1, 2, 0, 3)
+        values = pool_v.index_select(1, table.view(-1)).view(n_kv, len(requests), width * block, d).permute(1, 2, 0, 3)
+        # (B, Tk, Hkv, D), gathered copies (the chain writes its own K/V into them, not into the pool)
         if len(requests) == 1:  # one stream: views of the tables
             base = requests[0].draft_state.draft_len
             positions = self._positions[base:base + steps].unsqueeze(0)  # (1, S): step s at draft_len + s
