@@ -1,10 +1,11 @@
 """Single-stream decode tok/s of speculative configurations in-process (no HTTP), interleaved.
 
-    PYTHONPATH=src python benchmarks/spec_inprocess.py                              # shipped models
+    PYTHONPATH=src python benchmarks/spec_inprocess.py                              # the default shipped model
+    PYTHONPATH=src python benchmarks/spec_inprocess.py --model specgauge-9m-4k --suite agentic
     PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain,k3,k5p30 --suite encyclopedic --prompts 12
     PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain@none,k6p15@none,plain@fp16,k6p15@fp16
 
-Each configuration is an :class:`Engine` of the shipped target (1 thread) built once; the
+Each configuration is an :class:`Engine` of the shipped target ``--model`` (1 thread) built once; the
 prompts of ``--suite`` run one at a time through every configuration in turn (request by
 request, so drifting machine load falls on all alike), ``Engine.step`` driven here. A
 configuration is ``plain``, ``ngram`` or ``k<steps>p<percent>`` (EAGLE-3 chain of up to
@@ -13,7 +14,8 @@ with a trailing ``ad`` for ``--speculative-adaptive``, and ``@none`` or ``@fp16`
 engine's ``--weight-packing`` (default ``auto``). Prints each one's median decode tok/s
 (tokens after the first / time after the first step), its ratio to ``plain`` (to ``plain@X``
 for a configuration ``...@X`` when that is run too), the median of the per-prompt ratios and its
-decode tokens per step (the acceptance length: tokens per verify).
+decode tokens per step (the acceptance length: tokens per verify) and its median time to the
+first token (the prompt's prefill).
 
     PYTHONPATH=src python benchmarks/spec_inprocess.py --compare-src /path/to/other/checkout
 
@@ -21,7 +23,8 @@ decode tokens per step (the acceptance length: tokens per verify).
 main before a change), in a worker process driven in lockstep: each prompt of each configuration
 runs in this tree and in that one back to back (the order alternating by prompt), never both at
 once. Printed per configuration: both trees' median tok/s, the median of the per-prompt ratios
-this/that, and whether both decoded the same tokens in the same number of steps.
+this/that, whether both decoded the same tokens in the same number of steps, and both trees'
+median time to the first token.
 """
 
 from __future__ import annotations
@@ -45,15 +48,13 @@ import torch  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
-from specgauge.shipped_models import DEFAULT  # noqa: E402
+from specgauge.shipped_models import DEFAULT_MODEL, get_shipped  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
-TARGET = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
 
-
-def build(name: str, draft: str | None) -> Engine:
+def build(name: str, draft: str | None, target: str) -> Engine:
     """The engine a configuration name describes (see the module docstring)."""
     name, _, packing = name.partition("@")
     if name == "plain":
@@ -66,20 +67,24 @@ def build(name: str, draft: str | None) -> Engine:
             raise SystemExit(f"unknown configuration {name!r} (plain, ngram, k<steps>p<percent>[ad])")
         spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=int(match[1]), min_draft_prob=int(match[2]) / 100,
                                  adaptive=bool(match[3]), draft_model_path=draft)
-    return Engine(EngineConfig(model_dir=str(TARGET), threads=1, speculative=spec, weight_packing=packing or "auto"))
+    return Engine(EngineConfig(model_dir=target, threads=1, speculative=spec, weight_packing=packing or "auto"))
 
 
-def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, int, int]:
-    """One greedy request alone: decode tokens per second after its first step, and the decode
-    tokens and steps (tokens per step = the request's acceptance length after its first token)."""
+def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, int, int, float]:
+    """One greedy request alone: decode tokens per second after its first token, the decode
+    tokens and steps (tokens per step = the request's acceptance length after its first token),
+    and the seconds to the first token (the prefill's steps)."""
     engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), lambda event: None)
     engine._drain_inbox(block=False)
-    engine.step()  # prefill + first token
+    submitted = time.perf_counter()
+    while engine.scheduler.has_work and not any(update.new_token_ids for update in engine.step()):
+        pass  # prefill chunks, then the first token
+    first_token = time.perf_counter() - submitted
     started, count, steps = time.perf_counter(), 0, 0
     while engine.scheduler.has_work:
         count += sum(len(update.new_token_ids) for update in engine.step())
         steps += 1
-    return count / (time.perf_counter() - started), count, steps
+    return count / (time.perf_counter() - started), count, steps, first_token
 
 
 def serve_worker() -> None:
@@ -92,11 +97,11 @@ def serve_worker() -> None:
     for line in sys.stdin:
         ask = json.loads(line)
         if "build" in ask:
-            engines = {name: build(name, ask["draft"]) for name in ask["build"]}
+            engines = {name: build(name, ask["draft"], ask["target"]) for name in ask["build"]}
             answer: dict = {"built": sorted(engines)}
         else:
-            rate, count, steps = decode_rate(engines[ask["name"]], ask["prompt"], ask["tokens"])
-            answer = {"rate": rate, "count": count, "steps": steps}
+            rate, count, steps, first = decode_rate(engines[ask["name"]], ask["prompt"], ask["tokens"])
+            answer = {"rate": rate, "count": count, "steps": steps, "first": first}
         replies.write(json.dumps(answer) + "\n")
         replies.flush()
 
@@ -104,11 +109,11 @@ def serve_worker() -> None:
 class OtherTree:
     """The engines of another source tree, in a worker process (``--compare-src``)."""
 
-    def __init__(self, checkout: Path, names: list[str], draft: str | None) -> None:
+    def __init__(self, checkout: Path, names: list[str], draft: str | None, target: str) -> None:
         command = [sys.executable, str(Path(__file__).resolve()), WORKER, str(checkout.resolve() / "src")]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.ask({"build": names, "draft": draft})
+        self.ask({"build": names, "draft": draft, "target": target})
 
     def ask(self, message: dict) -> dict:
         self.process.stdin.write(json.dumps(message) + "\n")
@@ -118,9 +123,9 @@ class OtherTree:
             raise SystemExit(f"the --compare-src worker ended (exit {self.process.wait()})")
         return json.loads(line)
 
-    def decode_rate(self, name: str, prompt: list[int], tokens: int) -> tuple[float, int, int]:
+    def decode_rate(self, name: str, prompt: list[int], tokens: int) -> tuple[float, int, int, float]:
         answer = self.ask({"name": name, "prompt": prompt, "tokens": tokens})
-        return answer["rate"], answer["count"], answer["steps"]
+        return answer["rate"], answer["count"], answer["steps"], answer["first"]
 
     def close(self) -> None:
         self.process.stdin.close()
@@ -132,6 +137,7 @@ def main() -> None:
         serve_worker()
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="a shipped model name (its target, and its drafter unless --draft)")
     parser.add_argument("--configs", default="plain,k3p0,k4p0,k5p0,k5p30,ngram")
     parser.add_argument("--suite", default="coding")
     parser.add_argument("--prompts", type=int, default=10)
@@ -144,13 +150,15 @@ def main() -> None:
     names = args.configs.split(",")
     if not any(name.partition("@")[0] == "plain" for name in names):
         names.insert(0, "plain")
-    engines = {name: build(name, args.draft) for name in names}
-    suite = fitting_suite(load_suite(args.suite), TARGET, args.tokens)  # the requests that fit the context
+    shipped = get_shipped(args.model)
+    target, draft = str(shipped.target_dir), args.draft or (str(shipped.draft_dir) if shipped.draft_dir else None)
+    engines = {name: build(name, draft, target) for name in names}
+    suite = fitting_suite(load_suite(args.suite), shipped.target_dir, args.tokens)  # the requests that fit the context
     first = next(iter(engines.values()))
     tokenizer = first.tokenizer
     prompts = [tokenizer.encode(render_prompt(tokenizer, suite.requests[(i * 7) % len(suite.requests)]))
                for i in range(args.prompts)]
-    other = OtherTree(args.compare_src, names, args.draft) if args.compare_src else None
+    other = OtherTree(args.compare_src, names, draft, target) if args.compare_src else None
     for name, engine in engines.items():  # warm-up: lazy allocations, the adaptive arm's first measurements
         decode_rate(engine, prompts[0], args.tokens)
         if other:
@@ -159,20 +167,26 @@ def main() -> None:
     counts = {name: [0, 0] for name in engines}  # decode tokens, decode steps
     other_rates = {name: [] for name in engines}
     other_counts = {name: [0, 0] for name in engines}
+    firsts = {name: [] for name in engines}        # seconds to the first token
+    other_firsts = {name: [] for name in engines}
     for index, prompt in enumerate(prompts):
         for name, engine in engines.items():
-            runs = [(rates, counts, lambda: decode_rate(engine, prompt, args.tokens))]
+            runs = [(rates, counts, firsts, lambda: decode_rate(engine, prompt, args.tokens))]
             if other:
-                runs.append((other_rates, other_counts, lambda: other.decode_rate(name, prompt, args.tokens)))
-            for into, counted, run in (runs if index % 2 == 0 else runs[::-1]):
-                rate, count, steps = run()
+                runs.append((other_rates, other_counts, other_firsts,
+                             lambda: other.decode_rate(name, prompt, args.tokens)))
+            for into, counted, first_times, run in (runs if index % 2 == 0 else runs[::-1]):
+                rate, count, steps, first_token = run()
                 into[name].append(rate)
+                first_times[name].append(first_token)
                 counted[name][0] += count
                 counted[name][1] += steps
     if other:
         other.close()
-    print(f"{suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts x {args.tokens} tokens, greedy, 1 thread, "
-          f"dtype {first.config.torch_dtype}")
+    lengths = sorted(len(p) for p in prompts)
+    print(f"{args.model}, {suite.name} ({len(suite.requests)} requests fit): {len(prompts)} prompts "
+          f"({lengths[0]}–{lengths[-1]} tokens, median {statistics.median(lengths):.0f}) x {args.tokens} tokens, "
+          f"greedy, 1 thread, dtype {first.config.torch_dtype}")
     for name, values in rates.items():
         _, at, packing = name.partition("@")
         baseline = f"plain{at}{packing}" if f"plain{at}{packing}" in rates else "plain"  # plain with the same @packing
@@ -180,15 +194,18 @@ def main() -> None:
         paired = statistics.median(a / b for a, b in zip(values, rates[baseline]))
         print(f"{name:>12}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of {baseline} "
               f"(median of per-prompt ratios {paired:.2f}x)   {counts[name][0] / counts[name][1]:.2f} tokens per step   "
-              f"weights {engines[name].model.weight_packing}")
+              f"weights {engines[name].model.weight_packing}   first token {statistics.median(firsts[name]) * 1e3:.0f} ms")
     if other:
         print(f"this tree ({SRC}) against {args.compare_src.resolve() / 'src'}, prompt by prompt:")
         for name, values in rates.items():
             paired = statistics.median(a / b for a, b in zip(values, other_rates[name]))
             same = "same tokens and steps" if counts[name] == other_counts[name] else \
                 f"DIFFERENT tokens/steps {counts[name]} vs {other_counts[name]}"
+            first_ratio = statistics.median(b / a for a, b in zip(firsts[name], other_firsts[name]))
             print(f"{name:>12}: {statistics.median(values):7.1f} tok/s here, {statistics.median(other_rates[name]):7.1f} "
-                  f"tok/s there: {paired:.3f}x (median of per-prompt ratios)   {same}")
+                  f"tok/s there: {paired:.3f}x (median of per-prompt ratios)   {same}   first token "
+                  f"{statistics.median(firsts[name]) * 1e3:.0f} ms here, {statistics.median(other_firsts[name]) * 1e3:.0f} "
+                  f"ms there: {first_ratio:.2f}x faster here")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""Attention over the paged KV pool, and the batch-invariant (row-wise) variant.
+"""Attention over the paged KV pool, and its batch-invariant variant.
 
 :func:`paged_attention` writes a step's new K/V into one layer's slots and attends group by
-group (see :mod:`specgauge.engine.core.kv_cache`). With ``invariant`` every query row is computed the
-way a one-token decode computes it, so a token's output bits do not depend on what shares its
+group (see :mod:`specgauge.engine.core.kv_cache`). With ``invariant`` every SDPA call's shapes
+follow from the row alone — prompt rows in position-aligned blocks, generated rows one by one,
+the call a one-token decode makes — so a token's output bits do not depend on what shares its
 step (docs/engine.md, "Batch invariance"); :func:`linear_is_batch_invariant` probes whether this
 machine's matmuls allow that at all.
 """
@@ -44,7 +45,6 @@ def rowwise_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
 
 
 KEY_ALIGN = 16  # row-wise attention keeps the key count a multiple of this (see ``aligned_keys``)
-ROW_CHUNK = 32  # a fresh prefill attends this many rows at a time (``rowwise_causal_attention``)
 PROMPT_BLOCK = 32  # prompt rows attend in blocks of this many positions (``prompt_block_attention``)
 
 
@@ -84,33 +84,6 @@ def prompt_block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, fi
         out = F.scaled_dot_product_attention(rows_q, keys, values, attn_mask=mask, enable_gqa=True)
         outs.append(out[:, :, lo - start:hi - start])
     return outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)
-
-
-def rowwise_causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
-                             group: "AttentionGroup | None" = None) -> torch.Tensor:
-    """:func:`rowwise_attention` for a fresh causal group, ``ROW_CHUNK`` rows at a time against
-    only the keys those rows can see (rounded up to ``KEY_ALIGN``): about half the work of one call
-    over every key, and the same bits (a row's result is the same for any aligned key count that
-    covers its visible keys)."""
-    b, n_q, t_q, d = q.shape
-    if t_q <= ROW_CHUNK:
-        return rowwise_attention(q, k, v, mask, group)
-    spans = [(a, min(a + ROW_CHUNK, t_q)) for a in range(0, t_q, ROW_CHUNK)]
-    masks = group.folded_mask if group is not None else None
-    if masks is None:
-        masks = []
-        for a, e in spans:
-            width = aligned_width(e)
-            masks.append(mask[..., a:e, :width].expand(b, n_q, e - a, width).reshape(b, n_q * (e - a), 1, width))
-        if group is not None:
-            group.folded_mask = masks
-    outs = []
-    for (a, e), folded in zip(spans, masks):
-        width = folded.shape[-1]
-        rows = q[:, :, a:e].reshape(b, n_q * (e - a), 1, d)
-        out = F.scaled_dot_product_attention(rows, k[:, :, :width], v[:, :, :width], attn_mask=folded, enable_gqa=True)
-        outs.append(out.view(b, n_q, e - a, d))
-    return torch.cat(outs, dim=2)
 
 
 def causal_mask(length: int, dtype: torch.dtype, device: torch.device, width: int | None = None) -> torch.Tensor:
@@ -158,8 +131,7 @@ def _invariant_group_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     elif group.mask.shape[-1] % KEY_ALIGN:  # blocks smaller than 16 tokens
         group.mask = F.pad(group.mask, (0, -group.mask.shape[-1] % KEY_ALIGN), value=float("-inf"))
     k, v = aligned_keys(k, v, group.mask)
-    attend = rowwise_causal_attention if group.fresh else rowwise_attention
-    return attend(q, k, v, group.mask, group)
+    return rowwise_attention(q, k, v, group.mask, group)
 
 
 def _generated_rows_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group: "AttentionGroup") -> torch.Tensor:
@@ -182,8 +154,9 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
     q (N, Hq, D), k and v (N, Hkv, D) for the step's new tokens; ``k_layer``/``v_layer``
     (Hkv, S, D) are the layer's slots. Returns the attention output (N, Hq * D) in ``attn_dtype``.
     Shared by the target's cached forward and the EAGLE-3 head's (one layer of its own).
-    ``invariant``: attend row by row (:func:`rowwise_attention`), so a token's output is the
-    same bits whatever else is in the step — prefill chunking, verify length, batch.
+    ``invariant``: attend so that a token's output is the same bits whatever else is in the
+    step — prefill chunking, verify length, batch: prompt rows in position-aligned blocks
+    (:func:`prompt_block_attention`), generated rows one by one (:func:`rowwise_attention`).
     """
     n, n_q, d = q.shape
     n_kv = k.shape[1]
