@@ -111,11 +111,16 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     refused = run_cli(*warm, "--init-from", str(head_dir), "--intermediate-size", "16", "--max-steps", "1", timeout=60)
     assert refused.returncode == 2 and "--intermediate-size 16: the head in" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    started = run_cli(*warm, "--init-from", str(head_dir), "--max-steps", "1", "--output", str(tmp_path / "warm_head"))
+    # ... and reads the target layers --aux-layers names instead of its own (the fc keeps its shape)
+    started = run_cli(*warm, "--init-from", str(head_dir), "--aux-layers", "0,2,3", "--max-steps", "1",
+                      "--output", str(tmp_path / "warm_head"))
     assert started.returncode == 0, started.stderr[-2000:]
     warm_head = load_eagle3(tmp_path / "warm_head", load_model(tiny_target))
     assert torch.equal(warm_head.d2t, head.d2t) and warm_head.config.intermediate_size == head.config.intermediate_size
-    assert f"started from the head in `{head_dir}`" in (tmp_path / "warm_head" / "TRAINING.md").read_text()
+    assert warm_head.config.aux_layers == (0, 2, 3)
+    warm_training = (tmp_path / "warm_head" / "TRAINING.md").read_text()
+    assert f"started from the head in `{head_dir}`" in warm_training and "--aux-layers 0,2,3" in warm_training
+    assert "(inputs of target layers) [0, 2, 3]" in warm_training
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -124,6 +129,9 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     (["--max-prompt-tokens", "500", "--max-new-tokens", "100"], "exceed the target's context of 512"),
     (["--resume"], "--resume: no draft_checkpoint.pt"),
     (["--init-from", "/nonexistent/head"], "--init-from: /nonexistent/head has no config.json"),
+    (["--aux-layers", "1,2"], "--aux-layers 1,2: EAGLE-3 reads three distinct target layers"),
+    (["--aux-layers", "1,2,x"], "--aux-layers 1,2,x: not comma-separated layer ids"),
+    (["--aux-layers", "1,2,4"], "--aux-layers 1,2,4: the target has 4 layers"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tiny_corpus, tiny_target, tmp_path, extra, message):
     done = run_cli("--target", str(tiny_target), "--corpus", str(tiny_corpus["dir"]), "--run-dir", str(tmp_path), *extra,

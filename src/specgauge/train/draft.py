@@ -50,12 +50,18 @@ class DraftTrainConfig:
     checkpoint_minutes: float = 3.0
     weights: dict = field(default_factory=dict)
     init_from: str | None = None  # a trained head to start from (its vocabulary map and shape are kept)
+    # The target layers whose inputs feed the head (vLLM's eagle_aux_hidden_state_layer_ids);
+    # None: the init head's, else the default for the target's depth.
+    aux_layers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.ttt_steps < 3:
             raise ValueError("ttt_steps must be ≥ 3 (training-time test unrolls at least three steps)")
         if self.feed not in ("draft", "target"):
             raise ValueError("feed must be 'draft' or 'target'")
+        if self.aux_layers is not None and (len(self.aux_layers) != 3 or len(set(self.aux_layers)) != 3
+                                            or min(self.aux_layers) < 0):
+            raise ValueError("aux_layers must be three distinct target layer ids ≥ 0 (EAGLE-3 reads three layers)")
         for name in ("max_len", "batch_size", "max_steps", "eval_every", "eval_samples", "draft_vocab_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")

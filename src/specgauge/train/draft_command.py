@@ -23,6 +23,20 @@ def parse_mix(text: str | None) -> dict[str, float]:
     return {source: weights.get(source, 0.0) for source in SOURCES}
 
 
+def parse_aux_layers(text: str, target_layers: int) -> tuple[int, ...]:
+    """``--aux-layers I,J,K``: three distinct input indices of the target's layers."""
+    try:
+        ids = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise UserError(f"--aux-layers {text}: not comma-separated layer ids") from None
+    if len(ids) != 3 or len(set(ids)) != 3 or min(ids) < 0:
+        raise UserError(f"--aux-layers {text}: EAGLE-3 reads three distinct target layers (ids ≥ 0)")
+    if max(ids) >= target_layers:
+        raise UserError(f"--aux-layers {text}: the target has {target_layers} layers (ids 0..{target_layers - 1}: "
+                        "the input of that layer)")
+    return ids
+
+
 def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
                      intermediate_size: int | None) -> tuple[int, int]:
     """The draft vocabulary and MLP width of the head ``--init-from`` names; a value given on the
@@ -59,7 +73,7 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
 @click.option("--resume", is_flag=True, help="Continue from RUN_DIR/draft_checkpoint.pt.")
 @click.option("--init-from", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Start from this trained head (e.g. the shipped drafter, for a target continued from its "
-                   "target): its vocabulary map, aux layers and MLP width are kept, its attention widened to "
+                   "target): its vocabulary map, aux layers (unless --aux-layers) and MLP width are kept, its attention widened to "
                    "the target's head_dim.")
 @click.option("--weights", default="code_stdlib=0.5,code_questions=0.5,agentic_tools=0.4,prose_docs=0.1", show_default=True,
               help="Training mix: source=weight, comma separated (sources left out get 0).")
@@ -75,6 +89,9 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
 @click.option("--draft-vocab-size", type=click.IntRange(min=1), default=2048, show_default=True)
 @click.option("--intermediate-size", type=click.IntRange(min=1), default=None,
               help="The head's MLP width (default: the target's). A narrower head drafts faster.")
+@click.option("--aux-layers", default=None, metavar="I,J,K",
+              help="The three target layers whose inputs feed the head (vLLM's eagle_aux_hidden_state_layer_ids); "
+                   "default: the --init-from head's, else SGLang's default for the target's depth.")
 @click.option("--regen-samples", type=click.IntRange(min=1), default=400, show_default=True,
               help="Prompts regenerated per training source (scaled by its weight).")
 @click.option("--regen-validation-samples", type=click.IntRange(min=1), default=48, show_default=True)
@@ -93,7 +110,7 @@ def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path,
                   minutes: float | None, max_steps: int, batch_size: int, max_len: int, lr: float, warmup_steps: int,
                   ttt_steps: int, feed: str, draft_vocab_size: int, intermediate_size: int | None, regen_samples: int, regen_validation_samples: int,
                   max_prompt_tokens: int, max_new_tokens: int, temperature: float, max_running: int, eval_every: int,
-                  eval_samples: int, bf16: bool, seed: int, threads: int) -> None:
+                  eval_samples: int, bf16: bool, seed: int, threads: int, aux_layers: str | None) -> None:
     """Train the EAGLE-3 draft head: regenerate responses with the target, then training-time test."""
     require_extra("engine", "torch", "tokenizers", "safetensors")
     mix = parse_mix(weights)
@@ -112,7 +129,9 @@ def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path,
                             "(build it with `specgauge train corpus --tokenizer ...`)")
     import json
 
-    context = json.loads((target_dir / "config.json").read_text()).get("max_position_embeddings", 2048)
+    target_config = json.loads((target_dir / "config.json").read_text())
+    context = target_config.get("max_position_embeddings", 2048)
+    aux = parse_aux_layers(aux_layers, int(target_config.get("num_hidden_layers", 0))) if aux_layers else None
     if max_prompt_tokens + max_new_tokens > context:
         raise UserError(f"--max-prompt-tokens {max_prompt_tokens} + --max-new-tokens {max_new_tokens} exceed the "
                         f"target's context of {context} tokens")
@@ -132,7 +151,7 @@ def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path,
                                  max_steps=max_steps, minutes=minutes, ttt_steps=ttt_steps, feed=feed,
                                  draft_vocab_size=draft_vocab_size, intermediate_size=intermediate_size, bf16=bf16, seed=seed, threads=threads,
                                  eval_every=eval_every, eval_samples=eval_samples, weights=mix,
-                                 init_from=str(init_from) if init_from is not None else None)
+                                 init_from=str(init_from) if init_from is not None else None, aux_layers=aux)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     args = sys.argv[sys.argv.index("draft") + 1:] if "draft" in sys.argv else []

@@ -79,7 +79,7 @@ def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrain
         start = load_eagle3(run.train.init_from, target)
     trainer = DraftTrainer(target, load_regenerated(regenerated, SOURCES, "train", limit),
                            load_regenerated(regenerated, SOURCES, "validation", limit), run.run_dir, run.train,
-                           aux_layers=start.config.aux_layers if start is not None else None,
+                           aux_layers=run.train.aux_layers or (start.config.aux_layers if start is not None else None),
                            eos_ids=tuple(special["eos_token_id"]), pad_id=special["pad_token_id"], start=start)
     if run.resume:
         trainer.load_checkpoint()
