@@ -121,6 +121,10 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     warm_training = (tmp_path / "warm_head" / "TRAINING.md").read_text()
     assert f"started from the head in `{head_dir}`" in warm_training and "--aux-layers 0,2,3" in warm_training
     assert "(inputs of target layers) [0, 2, 3]" in warm_training
+    # resumed without the flag, the run keeps reading the layers its checkpoint's head reads
+    resumed_warm = run_cli(*warm, "--max-steps", "2", "--resume", "--output", str(tmp_path / "warm_head"))
+    assert resumed_warm.returncode == 0, resumed_warm.stderr[-2000:]
+    assert "aux layers (0, 2, 3)" in resumed_warm.stdout and "resumed at step 1" in resumed_warm.stdout
 
 
 @pytest.mark.parametrize("extra, message", [
