@@ -89,6 +89,40 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
     assert not mismatches, mismatches[:3]
 
 
+def test_one_stream_drafts_on_a_view_of_the_pool_as_the_whole_sequence_head_does(tiny_model_dir, head_dir):
+    """One request alone keeps consecutive blocks (a rolled-back draft slot is handed out again),
+    so its chain attends a view of the head's pool and writes its scratch K/V there: the drafts
+    are still the whole-sequence head's."""
+    from specgauge.engine.core.kv_cache import consecutive_from
+
+    engine = make_spec_engine(tiny_model_dir, dtype="float32", speculative=SpeculativeConfig(
+        algorithm="EAGLE3", num_steps=3, draft_model_path=str(head_dir)))
+    drafter = engine.runner.drafter
+    records, views = [], []
+    propose = drafter.propose
+
+    def recording(requests, ks):
+        views.append(consecutive_from([drafter.blocks.table(r.request_id).blocks for r in requests]) is not None)
+        proposal = propose(requests, ks)
+        for request, tree in zip(requests, proposal.trees):
+            if len(tree) >= 2:
+                records.append((request.token_ids(0, request.num_tokens), tree.tokens[:2]))
+        return proposal
+
+    drafter.propose = recording
+    text = domain_prompts(1)[0]
+    engine.submit("alone", engine.tokenizer.encode(text), SamplingParams(max_tokens=40, temperature=0.0,
+                                                                         ignore_eos=True), lambda event: None)
+    engine._drain_inbox(block=False)
+    while engine.scheduler.has_work:
+        engine.step()
+    assert views and all(views)
+    target = load_model(tiny_model_dir)
+    head = load_eagle3(head_dir, target=target)
+    assert len(records) > 5
+    assert all(tuple(reference_drafts(target, head, seq)) == got for seq, got in records)
+
+
 def test_a_chain_stops_after_an_unsure_draft_token(tiny_model_dir, head_dir):
     engine = make_spec_engine(tiny_model_dir, speculative=SpeculativeConfig(
         algorithm="EAGLE3", num_steps=4, draft_model_path=str(head_dir), min_draft_prob=0.6))

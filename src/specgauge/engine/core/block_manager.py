@@ -110,7 +110,7 @@ class BlockManager:
         if new_num_tokens < 0 or new_num_tokens > table.num_tokens:
             raise ValueError(f"cannot truncate {table.num_tokens} tokens to {new_num_tokens}")
         keep = self.blocks_for(new_num_tokens)
-        for block in table.blocks[keep:]:
+        for block in reversed(table.blocks[keep:]):
             self._release(block)
         del table.blocks[keep:]
         table.num_tokens = new_num_tokens
@@ -120,13 +120,18 @@ class BlockManager:
         table = self.tables.pop(request_id, None)
         if table is None:
             return
-        for block in table.blocks:
+        for block in reversed(table.blocks):
             self._release(block)
 
     def _release(self, block: int) -> None:
+        """A freed block goes to the front of the free list (released last block first, so a
+        table's blocks return in order): the next allocation takes it again, and a request whose
+        draft slots are reserved and rolled back every step keeps consecutive blocks — which lets
+        attention read its keys as a view of the pool instead of gathering them
+        (:attr:`~specgauge.engine.core.kv_cache.AttentionGroup.first_block`)."""
         self.ref_counts[block] -= 1
         if self.ref_counts[block] == 0:
-            self.free_blocks.append(block)
+            self.free_blocks.appendleft(block)
 
     # -- checks --------------------------------------------------------------------------
     def check_integrity(self) -> None:

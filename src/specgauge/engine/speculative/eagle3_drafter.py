@@ -24,9 +24,10 @@ tokens it has left (over ``CATCH_UP_MIN`` pairs and over ``CATCH_UP_PER_TOKEN_LE
 left) is not caught up at all and finishes plain; a prompt is always caught up. A
 chain then runs ``k − 1`` one-token steps (the tokens kept on the device until the chain is
 done), each attending to the cached pairs and the chain so far: the requests' draft K/V are
-gathered from the pool once per chain, each step writes its own K/V into that copy only (past
-``draft_len`` the pool's draft K/V is scratch anyway), and every step's positions, cos/sin and
-mask are made up front. A catch-up of one request is laid out from Python ints and the
+gathered from the pool once per chain and each step writes its own K/V into that copy — or, for
+one request on consecutive blocks, the chain attends a view of the pool and writes there (past
+``draft_len`` the pool's draft K/V is scratch the next catch-up rewrites) — and every step's
+positions, cos/sin and mask are made up front. A catch-up of one request is laid out from Python ints and the
 drafter's causal-mask table (``lay_out``'s ``causal_rows``).
 A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's scheme: children
 scored by cumulative draft log-probability) and recomputes the expanded nodes each step under a
@@ -43,7 +44,7 @@ import torch
 from specgauge.engine.core.batch_layout import Segment, lay_out
 from specgauge.engine.core.block_manager import BlockManager
 from specgauge.engine.models.eagle3 import Eagle3Head
-from specgauge.engine.core.kv_cache import KVCache
+from specgauge.engine.core.kv_cache import KVCache, consecutive_from
 from specgauge.engine.models.attention import causal_mask
 from specgauge.engine.core.scheduler import Request
 from specgauge.engine.speculative.tree import DraftTree, Proposal
@@ -280,19 +281,24 @@ class Eagle3Drafter:
         return [DraftTree.chain(tuple(d[:k])) for d, k in zip(drafts, ks)]
 
     def _chain_context(self, requests: list[Request], steps: int) -> "_Chain":
-        """What a chain's ``steps`` one-token steps attend with, made once: each request's draft
-        K/V gathered from the pool, and every step's positions, cos/sin and mask."""
+        """What a chain's ``steps`` one-token steps attend with, made once: the requests' draft
+        K/V (gathered from the pool, or a view of it for one request on consecutive blocks), and
+        every step's positions, cos/sin and mask."""
         tables = [self.blocks.table(r.request_id).blocks for r in requests]
         width = max(len(t) for t in tables)
         table = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.long, device=self.device)
         cfg = self.head.config
         n_kv, d = cfg.num_key_value_heads, cfg.head_size
         block = self.blocks.block_size
-        pool_k = self.cache.k[0].view(n_kv, -1, block, d)  # (Hkv, blocks, bs, D)
-        pool_v = self.cache.v[0].view(n_kv, -1, block, d)
-        keys = pool_k.index_select(1, table.view(-1)).view(n_kv, len(requests), width * block, d).permute(1, 2, 0, 3)
-        values = pool_v.index_select(1, table.view(-1)).view(n_kv, len(requests), width * block, d).permute(1, 2, 0, 3)
-        # (B, Tk, Hkv, D), gathered copies (the chain writes its own K/V into them, not into the pool)
+        first = consecutive_from(tables)
+        if first is not None:  # one request on consecutive blocks: views of the pool (B=1, Tk, Hkv, D)
+            span = slice(first * block, (first + width) * block)
+            keys, values = (pool[0][:, span].unsqueeze(0).transpose(1, 2) for pool in (self.cache.k, self.cache.v))
+        else:  # gathered copies (B, Tk, Hkv, D): the chain writes its own K/V into them, not into the pool
+            pool_k = self.cache.k[0].view(n_kv, -1, block, d)  # (Hkv, blocks, bs, D)
+            pool_v = self.cache.v[0].view(n_kv, -1, block, d)
+            keys = pool_k.index_select(1, table.view(-1)).view(n_kv, len(requests), width * block, d).permute(1, 2, 0, 3)
+            values = pool_v.index_select(1, table.view(-1)).view(n_kv, len(requests), width * block, d).permute(1, 2, 0, 3)
         if len(requests) == 1:  # one stream: views of the tables
             base = requests[0].draft_state.draft_len
             positions = self._positions[base:base + steps].unsqueeze(0)  # (1, S): step s at draft_len + s
@@ -309,8 +315,9 @@ class Eagle3Drafter:
     def _chain_step(self, chain: "_Chain", step: int, tokens: torch.Tensor,
                     features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One chain step (0-based ``step``) of every live chain: a pass of the head over one token
-        each, attending to the chain's gathered K/V, into which it writes its own. The pool is not
-        written: past ``draft_len`` its draft K/V is scratch, and the next catch-up rewrites it."""
+        each, attending to the chain's K/V, into which it writes its own (a gathered copy, or for one
+        request on consecutive blocks the pool itself: past ``draft_len`` its draft K/V is scratch,
+        and the next catch-up rewrites it)."""
         return self.head.forward_gathered(tokens, features, chain.cos[:, step], chain.sin[:, step], chain.keys,
                                           chain.values, (chain.rows, chain.positions[:, step]), chain.masks[:, step])
 
