@@ -286,7 +286,6 @@ class Eagle3Drafter:
         every step's positions, cos/sin and mask."""
         tables = [self.blocks.table(r.request_id).blocks for r in requests]
         width = max(len(t) for t in tables)
-        table = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.long, device=self.device)
         cfg = self.head.config
         n_kv, d = cfg.num_key_value_heads, cfg.head_size
         block = self.blocks.block_size
@@ -295,6 +294,7 @@ class Eagle3Drafter:
             span = slice(first * block, (first + width) * block)
             keys, values = (pool[0][:, span].unsqueeze(0).transpose(1, 2) for pool in (self.cache.k, self.cache.v))
         else:  # gathered copies (B, Tk, Hkv, D): the chain writes its own K/V into them, not into the pool
+            table = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.long, device=self.device)
             pool_k = self.cache.k[0].view(n_kv, -1, block, d)  # (Hkv, blocks, bs, D)
             pool_v = self.cache.v[0].view(n_kv, -1, block, d)
             keys = pool_k.index_select(1, table.view(-1)).view(n_kv, len(requests), width * block, d).permute(1, 2, 0, 3)
@@ -302,7 +302,7 @@ class Eagle3Drafter:
         if len(requests) == 1:  # one stream: views of the tables
             base = requests[0].draft_state.draft_len
             positions = self._positions[base:base + steps].unsqueeze(0)  # (1, S): step s at draft_len + s
-            cos, sin = (table.unsqueeze(0) for table in self.head.rope_span(base, steps))  # (1, S, 1, D)
+            cos, sin = (rope.unsqueeze(0) for rope in self.head.rope_span(base, steps))  # (1, S, 1, D)
             masks = self._causal_rows(base, steps, width * block).unsqueeze(0)  # (1, S, Tk)
         else:
             base = torch.tensor([r.draft_state.draft_len for r in requests], dtype=torch.long, device=self.device)
