@@ -64,14 +64,19 @@ def regenerate_all(run: DraftRun, console: Console) -> Path:
     return out
 
 
-def checkpoint_aux_layers(run_dir: Path) -> tuple[int, ...]:
-    """The aux layers of the head in ``run_dir``'s checkpoint (a resumed run reads the same layers)."""
-    import torch
+def head_aux_layers(run: DraftRun, start) -> tuple[int, ...] | None:
+    """The target layers the head reads: ``--aux-layers``; else, resuming, those of the checkpoint's
+    head; else the ``--init-from`` head's; else None (the default for the target's depth)."""
+    if run.train.aux_layers:
+        return run.train.aux_layers
+    if run.resume:
+        import torch
 
-    from specgauge.engine.models.eagle3 import Eagle3Config
+        from specgauge.engine.models.eagle3 import Eagle3Config
 
-    saved = torch.load(run_dir / "draft_checkpoint.pt", map_location="cpu", weights_only=False)
-    return Eagle3Config.from_dict(saved["head_config"]).aux_layers
+        saved = torch.load(run.run_dir / "draft_checkpoint.pt", map_location="cpu", weights_only=False)
+        return Eagle3Config.from_dict(saved["head_config"]).aux_layers
+    return start.config.aux_layers if start is not None else None
 
 
 def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrainer:
@@ -89,8 +94,7 @@ def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrain
         start = load_eagle3(run.train.init_from, target)
     trainer = DraftTrainer(target, load_regenerated(regenerated, SOURCES, "train", limit),
                            load_regenerated(regenerated, SOURCES, "validation", limit), run.run_dir, run.train,
-                           aux_layers=run.train.aux_layers or (checkpoint_aux_layers(run.run_dir) if run.resume else None)
-                           or (start.config.aux_layers if start is not None else None),
+                           aux_layers=head_aux_layers(run, start),
                            eos_ids=tuple(special["eos_token_id"]), pad_id=special["pad_token_id"], start=start)
     if run.resume:
         trainer.load_checkpoint()
