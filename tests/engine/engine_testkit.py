@@ -55,12 +55,13 @@ def make_model(tmp_path, **overrides):
     return reference, cached
 
 
-def runner_for(model, num_blocks=64, block_size=4, dtype=torch.float32):
-    """A runner with its own KV pool for ``model``; returns (runner, block manager)."""
+def runner_for(model, num_blocks=64, block_size=4):
+    """A runner with its own KV pool for ``model`` (K/V in its attention dtype, as the engine
+    keeps them); returns (runner, block manager)."""
     cfg = model.config
     blocks = BlockManager(num_blocks, block_size)
     cache = KVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, cfg.head_size,
-                    dtype, "cpu")
+                    model.attention_dtype, "cpu")
     return ModelRunner(model, cache, blocks), blocks
 
 

@@ -5,6 +5,7 @@ import json
 import httpx
 import pytest
 
+from specgauge.engine.models.linear import onednn_packing_supported
 from specgauge.engine.serving.app import BackgroundServer, ServerSettings
 
 
@@ -67,7 +68,9 @@ def test_server_info_health_and_metrics(server):
         assert "avg_spec_accept_length" in state
         assert info["batch_invariant"] is server.engine.model.batch_invariant
         assert info["dtype"] in ("float32", "bfloat16")
-        assert info["weight_packing"] == server.engine.model.weight_packing == "none"  # fp32-trained weights stay dense
+        # fp32-trained weights stay dense in fp32; bf16 compute reorders them for oneDNN where it can
+        expected = "onednn" if info["dtype"] == "bfloat16" and onednn_packing_supported() else "none"
+        assert info["weight_packing"] == server.engine.model.weight_packing == expected
     assert httpx.get(server.url + "/health").json() == {"status": "ok"}
     httpx.post(server.url + "/generate", json={"text": "a", "sampling_params": {"max_new_tokens": 3}}, timeout=30)
     text = httpx.get(server.url + "/metrics").text

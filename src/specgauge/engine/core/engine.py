@@ -31,7 +31,8 @@ import torch
 
 from specgauge.engine.core.block_manager import BlockManager
 from specgauge.engine.core.kv_cache import KVCache
-from specgauge.engine.models.linear import PACKINGS, fp16_packing_supported
+from specgauge.engine.models.cpu_features import has_native_bf16
+from specgauge.engine.models.linear import PACKINGS, fp16_packing_supported, onednn_packing_supported
 from specgauge.engine.core.malloc import keep_freed_memory
 from specgauge.engine.serving.metrics import EngineMetrics
 from specgauge.engine.models.llama import load_model
@@ -50,16 +51,6 @@ log = logging.getLogger("specgauge.engine")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX): then bf16 is both faster
-    than fp32 and batch-invariant in oneDNN's kernels (see ``linear_is_batch_invariant``)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
-    return ("avx512_bf16" in flags or "amx_bf16" in flags) and torch.backends.mkldnn.is_available()
-
-
 @dataclass(frozen=True)
 class EngineConfig:
     """How to build the engine; validated once (``validate``) before anything is loaded."""
@@ -73,7 +64,7 @@ class EngineConfig:
     scheduler: SchedulerConfig = SchedulerConfig()
     threads: int | None = None     # torch intra-op threads on CPU
     speculative: SpeculativeConfig = SpeculativeConfig()
-    weight_packing: str = "auto"   # auto: fp16 (FBGEMM) for fp32 on CPU when every weight is a bf16 value (engine/models/linear.py)
+    weight_packing: str = "auto"   # auto: onednn for bf16 on CPU, fp16 (FBGEMM) for fp32 on CPU when every weight is a bf16 value (engine/models/linear.py)
 
     def validate(self) -> None:
         path = Path(self.model_dir)
@@ -88,6 +79,12 @@ class EngineConfig:
                 raise UserError("--weight-packing fp16 applies to float32 on CPU (--device cpu --dtype float32)")
             if not fp16_packing_supported():
                 raise UserError("--weight-packing fp16: this torch build has no FBGEMM fp16 matmul")
+        if self.weight_packing == "onednn":
+            if not self.device.startswith("cpu") or self.torch_dtype != torch.bfloat16:
+                raise UserError("--weight-packing onednn applies to bfloat16 on CPU (--device cpu --dtype bfloat16)")
+            if not onednn_packing_supported():
+                raise UserError("--weight-packing onednn: this torch build or CPU has no oneDNN bf16 matmul "
+                                "on reordered weights")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise UserError(f"--device {self.device}: CUDA is not available on this machine")
         if self.block_size <= 0 or (self.num_blocks is not None and self.num_blocks <= 0):
@@ -108,7 +105,7 @@ class EngineConfig:
     @property
     def torch_dtype(self) -> torch.dtype:
         if self.dtype == "auto":
-            return torch.bfloat16 if self.device.startswith("cuda") or cpu_has_native_bf16() else torch.float32
+            return torch.bfloat16 if self.device.startswith("cuda") or has_native_bf16() else torch.float32
         return DTYPES[self.dtype]
 
 
@@ -161,7 +158,7 @@ class Engine:
             raise UserError(f"--num-blocks {num_blocks} cannot hold one request of {per_request} tokens "
                             f"({min_blocks} blocks of {config.block_size})")
         self.blocks = BlockManager(num_blocks, config.block_size)
-        # K/V are stored in the dtype attention computes in (fp32 on CPU even for bf16 weights):
+        # K/V are stored in the dtype attention computes in (on CPU, bf16 with AMX, else fp32):
         # a step then gathers them without converting the whole context every layer.
         self.cache = KVCache(model_cfg.num_hidden_layers, num_blocks, config.block_size,
                              model_cfg.num_key_value_heads, model_cfg.head_size, self.model.attention_dtype,

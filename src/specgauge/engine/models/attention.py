@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from specgauge.engine.models.linear import PackedFP16, linear
+from specgauge.engine.models.linear import PackedFP16, PackedOneDNN, linear
 
 if TYPE_CHECKING:
     from specgauge.engine.core.kv_cache import AttentionGroup, ForwardBatch
@@ -189,18 +189,21 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
     return outs[0] if len(outs) == 1 else torch.cat(outs)
 
 
-def linear_is_batch_invariant(weight: torch.Tensor | PackedFP16) -> bool:
+def linear_is_batch_invariant(weight: torch.Tensor | PackedFP16 | PackedOneDNN) -> bool:
     """Probe: does the step's matmul with ``weight`` (dense or packed) give a row the same bits
-    alone as among 2, 5 or 300 rows? True for bf16 on CPUs with native bf16 (oneDNN), false for
-    fp32 (MKL switches kernels with the row count) and for FBGEMM's fp16-packed weights."""
-    dense = not isinstance(weight, PackedFP16)
+    alone as among 2, 5, 40, 100 or 300 rows? True for bf16 weights reordered for oneDNN on CPUs
+    with native bf16 and for plain bf16 ones of inner dimension below 512; false for plain bf16
+    ones of 512 and more (oneDNN sums 33-319 rows differently), for fp32 (MKL switches kernels
+    with the row count) and for FBGEMM's fp16-packed weights."""
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(300, weight.shape[1], generator=generator)
-    if dense:
+    if isinstance(weight, PackedOneDNN):
+        x = x.bfloat16()
+    elif not isinstance(weight, PackedFP16):
         x = x.to(weight.device, weight.dtype)
     with torch.no_grad():
         full = linear(x, weight)
         rows = (0, 1, 4, 150, 299)
         single = torch.cat([linear(x[i:i + 1], weight) for i in rows])
-        return (torch.equal(single, full[list(rows)]) and torch.equal(linear(x[:2], weight), full[:2])
-                and torch.equal(linear(x[:5], weight), full[:5]))
+        return torch.equal(single, full[list(rows)]) and all(
+            torch.equal(linear(x[:count], weight), full[:count]) for count in (2, 5, 40, 100))

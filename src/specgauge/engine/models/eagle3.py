@@ -60,6 +60,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specgauge.engine.models.attention import paged_attention
+from specgauge.engine.models.cpu_features import attention_dtype
 from specgauge.engine.models.linear import choose_packing, linear, pack
 from specgauge.engine.models.llama import (LlamaConfig, LlamaForCausalLM, LlamaMLP, RMSNorm, apply_rope, apply_rope_signed,
                                            rope_cos_sin, rope_inv_freq, signed_sin)
@@ -369,9 +370,10 @@ class Eagle3Head(nn.Module):
         One-row passes (a chain step of a single request) run in the head's dtype (fp32 on CPU:
         its matrix-vector kernels are the fastest there); passes of several rows in
         ``batch_dtype`` (the target's) when that is bf16/fp16 (bf16 matmuls of 2+ rows are 2-4x
-        faster than fp32 on CPU). The fp32 set's matrices are packed as ``packing`` resolves for
-        them (:func:`~specgauge.engine.models.linear.choose_packing`); the chosen one is
-        ``self.weight_packing``. The parameters (and ``state_dict``) are left as they are.
+        faster than fp32 on CPU). Each set's matrices are packed as ``packing`` resolves for its
+        dtype (:func:`~specgauge.engine.models.linear.choose_packing`); the fp32 set's is
+        ``self.weight_packing``, the many-row set's ``self.many_rows_packing``. The parameters
+        (and ``state_dict``) are left as they are.
         """
         mid = self.midlayer
         attn, mlp = mid.self_attn, mid.mlp
@@ -385,13 +387,18 @@ class Eagle3Head(nn.Module):
         self._eps = self.config.rms_norm_eps
         self._one_row_dtype = self.fc.weight.dtype
         self._many_rows_dtype = batch_dtype if batch_dtype in (torch.bfloat16, torch.float16) else self._one_row_dtype
+        # attention (and the head's K/V pool) on CPU in the dtype the target attends in (bf16 with
+        # AMX), whatever the head's own; fp32 elsewhere
+        device = self.fc.weight.device
+        self.attention_dtype = attention_dtype(device, batch_dtype) if device.type == "cpu" else torch.float32
         # fp32 norm weights are stored times sqrt(h) for ``_norm``'s cheaper form
         scale = {dtype: self.config.hidden_size ** 0.5 if dtype == torch.float32 else 1.0
                  for dtype in {self._one_row_dtype, self._many_rows_dtype}}
-        self.weight_packing = choose_packing(packing, self.fc.weight.device, torch.float32, matrices) \
-            if torch.float32 in scale else "none"
+        packings = {dtype: choose_packing(packing, self.fc.weight.device, dtype, matrices) for dtype in scale}
+        self.weight_packing = packings.get(torch.float32, "none")
+        self.many_rows_packing = packings[self._many_rows_dtype]
         self._weight_sets = {
-            dtype: (tuple(pack(w.to(dtype), self.weight_packing if dtype == torch.float32 else "none") for w in matrices),
+            dtype: (tuple(pack(w.to(dtype), packings[dtype]) for w in matrices),
                     tuple(w.to(dtype) * scale[dtype] for w in norms))
             for dtype in scale}
         self._norm_floor = (self.config.hidden_size * self._eps) ** 0.5
@@ -466,7 +473,7 @@ class Eagle3Head(nn.Module):
         cos, sin = self.rope_cached(batch.positions)  # (N, 1, D)
         feat, q, k, v = self._project(batch.input_ids, features, fused, cos, sin, dtype, weights)
         out = paged_attention(q, k, v, cache.k[0], cache.v[0], batch, cache.block_size,
-                              torch.float32)  # (N, Hq*D)
+                              self.attention_dtype)  # (N, Hq*D)
         return self._finish(feat, out, None if all_rows else batch.logit_indices, weights)
 
     def forward_gathered(self, tokens: torch.Tensor, features: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
@@ -475,7 +482,7 @@ class Eagle3Head(nn.Module):
         """One pass over one new token per sequence against K/V gathered per sequence.
 
         tokens (B,) with ``features`` (B, h) the head produced itself; cos and signed sin
-        (B, 1, D); ``keys``/``values`` (B, Tk, Hkv, D) fp32, into which this pass first writes its
+        (B, 1, D); ``keys``/``values`` (B, Tk, Hkv, D) in the attention dtype, into which this pass first writes its
         own K/V at ``slots`` (row indices (B,), key indices (B,)); ``mask`` (B, 1, 1, Tk) additive.
         Returns output features (B, h) and draft logits (B, draft_vocab). No paged pool is written.
         """
@@ -484,7 +491,7 @@ class Eagle3Head(nn.Module):
         feat, q, k, v = self._project(tokens, features, True, cos, sin, dtype, weights)
         keys.index_put_(slots, k.to(keys.dtype))
         values.index_put_(slots, v.to(values.dtype))
-        out = F.scaled_dot_product_attention(q.unsqueeze(2).to(torch.float32), keys.transpose(1, 2),
+        out = F.scaled_dot_product_attention(q.unsqueeze(2).to(keys.dtype), keys.transpose(1, 2),
                                              values.transpose(1, 2), attn_mask=mask,
                                              enable_gqa=n_q != n_kv)  # (B, Hq, 1, D)
         return self._finish(feat, out.reshape(tokens.shape[0], -1), None, weights)

@@ -1,5 +1,5 @@
-"""The matrix products of the engine's cached path: dense ``F.linear``, or weights packed once
-as fp16 for FBGEMM.
+"""The matrix products of the engine's cached path: dense ``F.linear``, weights packed once as
+fp16 for FBGEMM (fp32 compute), or bf16 weights reordered once into oneDNN's blocked layout.
 
 On CPUs without native bf16 the engine computes in fp32, and MKL's fp32 GEMM there is slow for
 the 1-16 rows of a decode or verify step (its cost grows about 2x from 1 row to 7). FBGEMM's
@@ -13,6 +13,15 @@ fp16 holds every bf16 value in its normal range exactly; only weights below 2^-1
 all bf16 values (the shipped ones are): the model computed is the checkpoint's up to those few
 tiny weights and fp32 summation order, the same order of change as MKL switching kernels with
 the row count. Weights trained in fp32 would be rounded to fp16's 11 bits; ``auto`` leaves them dense.
+
+Where the engine computes in bf16 on CPU (one with native bf16: AMX or AVX512-BF16), ``F.linear``
+hands oneDNN a plain (out, in) matrix, which oneDNN lays out again for its kernel on every call.
+``onednn`` does that once, as PyTorch's own compiler does for bf16 linears on CPU
+(``torch.ops.mkldnn._reorder_linear_weight`` and ``_linear_pointwise``, in
+torch/_inductor/fx_passes/mkldnn_fusion.py): 0.59-0.78x of ``F.linear``'s time at 1-32 rows with
+the weights out of cache (``benchmarks/linear_packing.py --dtype bfloat16``), and a row's bits the
+same at every row count, where ``F.linear``'s are not (:class:`PackedOneDNN`). ``auto`` takes it
+for bf16 on CPU.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from typing import Iterable
 import torch
 import torch.nn.functional as F
 
-PACKINGS = ("auto", "none", "fp16")
+PACKINGS = ("auto", "none", "fp16", "onednn")
 FP16_MAX = 65504.0
 
 
@@ -41,8 +50,37 @@ class PackedFP16:
         self.bias = torch.zeros(weight.shape[0])
 
 
-def linear(x: torch.Tensor, weight: "torch.Tensor | PackedFP16") -> torch.Tensor:
+class PackedOneDNN:
+    """A bf16 weight (out, in) reordered once into oneDNN's blocked layout for its bf16 GEMM.
+
+    Probed on an Intel Xeon with AMX (torch 2.13, every matrix shape of the shipped models, 1 to
+    1,024 rows, ``benchmarks/linear_packing.py --dtype bfloat16`` and tests/engine/test_linear_packing.py):
+    the reordered product gives a row the same bits at every row count, equal to ``F.linear``'s
+    one-row product; ``F.linear`` on the plain weight does not — for inner dimensions of 512 and
+    more it sums differently at 33 to 319 rows (to 704 rows for 640), so a 40-row step's token
+    differs in its last bits from the same token decoded alone. Whether a model's matmuls are
+    batch-invariant is probed for each of its shapes (``LlamaForCausalLM.prepare_for_inference``)."""
+
+    __slots__ = ("packed", "shape")
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        if not onednn_packing_supported():
+            raise RuntimeError("this torch build or CPU has no oneDNN bf16 matmul on reordered weights")
+        self.shape = tuple(weight.shape)
+        # the batch-size hint picks oneDNN's layout; one made for 1 row (a decode) served 1-32 rows
+        # as fast as one made for their own count (a one-off measure, all 25 matrices of a
+        # specgauge-9m-4k step: 1.22 against 1.22 ms at 1 row, 1.49 against 1.56 ms at 32)
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach().to(torch.bfloat16).contiguous(), 1)
+
+
+def _reordered_product(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+
+
+def linear(x: torch.Tensor, weight: "torch.Tensor | PackedFP16 | PackedOneDNN") -> torch.Tensor:
     """``x @ weight.T`` for x (N, in): dense or packed."""
+    if isinstance(weight, PackedOneDNN):
+        return _reordered_product(x, weight.packed)
     if isinstance(weight, PackedFP16):
         return torch.fbgemm_linear_fp16_weight(x, weight.packed, weight.bias)
     return F.linear(x, weight)
@@ -65,6 +103,21 @@ def fp16_packing_supported() -> bool:
         return False
 
 
+@functools.cache
+def onednn_packing_supported() -> bool:
+    """Whether oneDNN's bf16 GEMM on reordered weights runs here (a torch with oneDNN), probed once."""
+    if not (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")):
+        return False
+    try:
+        with torch.no_grad():
+            weight = torch.ones(8, 8, dtype=torch.bfloat16)
+            got = _reordered_product(torch.ones(1, 8, dtype=torch.bfloat16),
+                                     torch.ops.mkldnn._reorder_linear_weight(weight, 1))
+        return torch.equal(got, torch.full((1, 8), 8.0, dtype=torch.bfloat16))
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def bf16_valued(weights: Iterable[torch.Tensor]) -> bool:
     """True when every weight is a bf16 value within fp16's range (fp16 then holds it exactly,
     or within 2^-25 below 2^-14)."""
@@ -75,15 +128,24 @@ def bf16_valued(weights: Iterable[torch.Tensor]) -> bool:
 
 def choose_packing(requested: str, device: torch.device, dtype: torch.dtype,
                    weights: Iterable[torch.Tensor]) -> str:
-    """The packing a model's linears get: ``requested`` as validated by the engine config, with
-    ``auto`` = ``fp16`` for fp32 compute on CPU when supported and every weight is a bf16 value."""
-    if requested != "auto":
+    """The packing the linears computing in ``dtype`` get: ``requested`` as validated by the
+    engine config where it applies to ``dtype`` (``fp16`` to fp32, ``onednn`` to bf16; the
+    EAGLE-3 head also holds an fp32 set beside a bf16 one), else as ``auto`` resolves: ``onednn``
+    for bf16 on CPU when supported, ``fp16`` for fp32 on CPU when supported and every weight is a
+    bf16 value, else ``none``."""
+    if requested == "none" or (requested, dtype) in (("fp16", torch.float32), ("onednn", torch.bfloat16)):
         return requested
-    if device.type != "cpu" or dtype != torch.float32 or not fp16_packing_supported():
+    if device.type != "cpu":
+        return "none"
+    if dtype == torch.bfloat16:
+        return "onednn" if onednn_packing_supported() else "none"
+    if dtype != torch.float32 or not fp16_packing_supported():
         return "none"
     return "fp16" if bf16_valued(weights) else "none"
 
 
-def pack(weight: torch.Tensor, packing: str) -> "torch.Tensor | PackedFP16":
-    """``weight`` as the step's matmul takes it under ``packing`` ("none" or "fp16")."""
-    return PackedFP16(weight) if packing == "fp16" else weight
+def pack(weight: torch.Tensor, packing: str) -> "torch.Tensor | PackedFP16 | PackedOneDNN":
+    """``weight`` as the step's matmul takes it under ``packing`` ("none", "fp16" or "onednn")."""
+    if packing == "fp16":
+        return PackedFP16(weight)
+    return PackedOneDNN(weight) if packing == "onednn" else weight

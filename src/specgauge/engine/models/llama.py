@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specgauge.engine.models.attention import linear_is_batch_invariant, paged_attention
+from specgauge.engine.models.cpu_features import attention_dtype
 from specgauge.engine.models.linear import choose_packing, linear, pack
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ class LlamaForCausalLM(nn.Module):
 
         The original ``*_proj.weight`` parameters become views into the fused tensors, so
         memory is not doubled and the parameter names (and ``state_dict``) stay those of HF.
-        ``packing`` ("auto", "none", "fp16"; :mod:`specgauge.engine.models.linear`) is how the cached
+        ``packing`` ("auto", "none", "fp16", "onednn"; :mod:`specgauge.engine.models.linear`) is how the cached
         path's matmuls hold their weights; the chosen one is ``self.weight_packing``.
         """
         cfg = self.config
@@ -253,9 +254,9 @@ class LlamaForCausalLM(nn.Module):
         cos, sin = rope_cos_sin(self.inv_freq, positions)  # (P, D) each, fp32
         dtype = self.model.embed_tokens.weight.dtype
         self._rope_cos, self._rope_signed_sin = cos.to(dtype), signed_sin(sin).to(dtype)
-        # CPU SDPA in bf16/fp16 falls back to a slow kernel (5x the fp32 time): attend in fp32 there.
-        on_cpu = self.model.embed_tokens.weight.device.type == "cpu"
-        self.attention_dtype = torch.float32 if on_cpu else dtype
+        device = self.model.embed_tokens.weight.device
+        on_cpu = device.type == "cpu"
+        self.attention_dtype = attention_dtype(device, dtype)  # of K/V too (bf16 on CPU only with AMX)
         layers = self.model.layers
         matrices = [(layer.self_attn.qkv_weight, layer.self_attn.o_proj.weight, layer.mlp.gate_up_weight,
                      layer.mlp.down_proj.weight) for layer in layers]
@@ -270,8 +271,12 @@ class LlamaForCausalLM(nn.Module):
             for layer, (qkv, o, gate_up, down) in zip(layers, matrices)
         ]
         # Where matmuls give each row the same bits at any batch size (bf16 on CPUs with native
-        # bf16), attention is made row-wise too, and the whole forward is batch-invariant.
-        self.batch_invariant = on_cpu and linear_is_batch_invariant(self._layer_weights[0][1])
+        # bf16, its weights reordered for oneDNN), attention is made row-wise too, and the whole
+        # forward is batch-invariant. Probed for every matrix shape: whether a plain bf16 matmul is
+        # depends on its inner dimension (engine/models/linear.py, PackedOneDNN).
+        _, qkv_w, o_w, _, gate_up_w, down_w = self._layer_weights[0]
+        self.batch_invariant = on_cpu and all(linear_is_batch_invariant(w)
+                                              for w in (qkv_w, o_w, gate_up_w, down_w, self._lm_head_w))
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """RMSNorm as HF computes it (in fp32, then back to the input dtype)."""

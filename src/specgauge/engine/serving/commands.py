@@ -72,9 +72,11 @@ def draft_model_path(shipped: ShippedModel | None, algorithm: str, given: Path |
 @click.option("--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1 ...")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
               show_default=True, help="Weights and KV dtype; auto = bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), else float32.")
-@click.option("--weight-packing", type=click.Choice(["auto", "none", "fp16"]), default="auto", show_default=True,
-              help="How float32 matmuls on CPU hold their weights: fp16 = packed for FBGEMM (fp32 math, half the "
-                   "bytes; exact for bf16-valued weights but below 2^-14); auto = fp16 when every weight is a bf16 value.")
+@click.option("--weight-packing", type=click.Choice(["auto", "none", "fp16", "onednn"]), default="auto", show_default=True,
+              help="How matmuls on CPU hold their weights: fp16 = float32 math on weights packed for FBGEMM (half the "
+                   "bytes; exact for bf16-valued weights but below 2^-14); onednn = bfloat16 weights reordered once "
+                   "for oneDNN (same bits, less time); auto = onednn for bfloat16, fp16 for float32 when every "
+                   "weight is a bf16 value.")
 @click.option("--served-model-name", default="specgauge-target", show_default=True,
               help="Model name the OpenAI routes answer to.")
 @click.option("--max-model-len", type=int, default=None, callback=_positive,

@@ -27,12 +27,14 @@ done), each attending to the cached pairs and the chain so far: the requests' dr
 gathered from the pool once per chain and each step writes its own K/V into that copy — or, for
 one request on consecutive blocks, the chain attends a view of the pool and writes there (past
 ``draft_len`` the pool's draft K/V is scratch the next catch-up rewrites) — and every step's
-positions, cos/sin and mask are made up front. A catch-up of one request is laid out from Python ints and the
-drafter's causal-mask table (``lay_out``'s ``causal_rows``).
+positions, cos/sin and mask are made up front. A catch-up of one request is laid out from Python
+ints and the drafter's causal-mask table (``lay_out``'s ``causal_rows``).
 A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's scheme: children
 scored by cumulative draft log-probability) and recomputes the expanded nodes each step under a
 tree mask; the best ``num_draft_tokens − 1`` nodes form the draft tree.
-On CPU the head runs in fp32 whatever the target's dtype (see ``build_drafter``).
+On CPU the head's one-row passes run in fp32 whatever the target's dtype (see ``build_drafter``);
+it attends, and keeps its K/V, in the head's ``attention_dtype`` (bf16 where the target attends in
+bf16: a CPU with AMX).
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class _Node:
 class _Chain:
     """A chain's attention context (see :meth:`Eagle3Drafter._chain_context`), one row per live chain."""
 
-    keys: torch.Tensor       # (B, Tk, Hkv, D) fp32: the request's draft K/V, then the chain's own
+    keys: torch.Tensor       # (B, Tk, Hkv, D) attention dtype: the request's draft K/V, then the chain's own
     values: torch.Tensor     # (B, Tk, Hkv, D)
     positions: torch.Tensor  # (B, S) position of step s's token
     cos: torch.Tensor        # (B, S, 1, D)
@@ -113,14 +115,19 @@ class Eagle3Drafter:
         cfg = head.config
         self.aux_layers = tuple(sorted(set(cfg.aux_layers)))  # what the target forward returns
         self._aux_order = [self.aux_layers.index(i) for i in cfg.aux_layers]
-        self.cache = KVCache(1, blocks.num_blocks, blocks.block_size, cfg.num_key_value_heads, cfg.head_size,
-                             head.fc.weight.dtype, device)  # the head's own dtype (see ``build_drafter``)
         num_positions = blocks.num_blocks * blocks.block_size  # a request's positions each have a slot
         head.prepare_for_inference(num_positions, dtype, packing)
+        self.cache = KVCache(1, blocks.num_blocks, blocks.block_size, cfg.num_key_value_heads, cfg.head_size,
+                             head.attention_dtype, device)
         # target id of every draft id (``draft_to_target`` as one lookup)
         self._target_ids = head.draft_to_target(torch.arange(cfg.draft_vocab_size, device=device))
         self._positions = torch.arange(num_positions, device=device)
         self._causal = torch.zeros(0, 0, device=device)  # ``_causal_rows``' table, grown on demand
+
+    @property
+    def attention_dtype(self) -> torch.dtype:
+        """The dtype of the head's K/V pool, masks and attention (set by the head's ``prepare_for_inference``)."""
+        return self.head.attention_dtype
 
     def _causal_rows(self, first: int, count: int, keys: int) -> torch.Tensor:
         """Additive causal mask rows (count, keys) for query positions ``first``… of one sequence
@@ -131,12 +138,12 @@ class Eagle3Drafter:
             return self._mask_past(self._positions[first:first + count], keys)
         if size > self._causal.shape[0]:
             size = min(max(size, 2 * self._causal.shape[0], 64), CAUSAL_TABLE_MAX)
-            self._causal = causal_mask(size, torch.float32, self.device).view(size, size)
+            self._causal = causal_mask(size, self.attention_dtype, self.device).view(size, size)
         return self._causal[first:first + count, :keys]
 
     def _mask_past(self, positions: torch.Tensor, keys: int) -> torch.Tensor:
         """Additive mask (*positions.shape, keys): -inf where the key comes after the query's position."""
-        return torch.zeros(*positions.shape, keys, device=self.device).masked_fill_(
+        return torch.zeros(*positions.shape, keys, dtype=self.attention_dtype, device=self.device).masked_fill_(
             self._positions[:keys] > positions.unsqueeze(-1), float("-inf"))
 
     def slots_needed(self, k: int) -> int:
@@ -223,7 +230,7 @@ class Eagle3Drafter:
         caught_up = sum(len(seg.tokens) for seg in segments)
         if not segments:
             return {}, 0
-        layout = lay_out(segments, self.blocks, self.device, causal_rows=self._causal_rows)
+        layout = lay_out(segments, self.blocks, self.device, self.attention_dtype, causal_rows=self._causal_rows)
         flat = feats[0] if len(feats) == 1 else torch.cat(layout.in_layout_order(feats))  # (N, 3H)
         hidden, logits = self.head.forward_cached(layout.batch, self.cache, flat, fused=False)
         out = {}
@@ -309,7 +316,7 @@ class Eagle3Drafter:
             positions = base.unsqueeze(1) + self._positions[:steps]  # (B, S): step s at draft_len + s
             cos, sin = self.head.rope_cached(positions)  # (B, S, 1, D)
             masks = self._mask_past(positions, width * block)  # (B, S, Tk)
-        return _Chain(keys.to(torch.float32), values.to(torch.float32), positions, cos, sin,
+        return _Chain(keys, values, positions, cos, sin,
                       masks.unsqueeze(2).unsqueeze(2), self._positions[:len(requests)])
 
     def _chain_step(self, chain: "_Chain", step: int, tokens: torch.Tensor,
@@ -362,7 +369,7 @@ class Eagle3Drafter:
                                         [pos[c] for c in frontier_ids[r]], mask,
                                         [nodes[r][c].depth - 1 for c in ids]))
                 feats.append(torch.stack([parent_feature[(r, nodes[r][c].parent)] for c in ids]))
-            layout = lay_out(segments, self.blocks, self.device)
+            layout = lay_out(segments, self.blocks, self.device, self.attention_dtype)
             hidden, logits = self.head.forward_cached(layout.batch, self.cache, torch.cat(layout.in_layout_order(feats)),
                                                       fused=True)
             for r, seg in enumerate(segments):
