@@ -53,6 +53,20 @@ def test_serve_rejects_fp16_packing_outside_fp32_cpu_in_one_line():
     assert result.stderr.count("\n") == 1 and "--weight-packing fp16 applies to float32 on CPU" in result.stderr
 
 
+def test_serve_rejects_onednn_packing_outside_bf16_cpu_in_one_line():
+    result = run_cli("serve", "--weight-packing", "onednn", "--dtype", "float32")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and "--weight-packing onednn applies to bfloat16 on CPU" in result.stderr
+
+
+@pytest.mark.parametrize("cores, threads", [({0}, 1), ({0, 1}, 1), ({0, 1, 2, 3}, 3), (set(range(64)), 63)])
+def test_serve_leaves_one_core_to_the_server_by_default(monkeypatch, cores, threads):
+    from specgauge.engine.serving import commands
+
+    monkeypatch.setattr(commands.os, "sched_getaffinity", lambda pid: cores)
+    assert commands.serving_threads() == threads
+
+
 def test_cli_import_does_not_import_torch():
     code = "import sys, specgauge.cli, specgauge.engine.serving.commands, specgauge.engine.serving.launch; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -60,6 +61,16 @@ def draft_model_path(shipped: ShippedModel | None, algorithm: str, given: Path |
     return shipped.draft_dir
 
 
+def serving_threads() -> int:
+    """The engine's CPU threads when serving: the usable cores less one, at least 1. The server's
+    event loop (and a benchmark client on the same machine) needs a core that the engine's
+    OpenMP threads, which spin while they wait, do not take; vLLM's CPU backend reserves one core
+    per rank for its scheduler process the same way (vllm/utils/ompmultiprocessing.py,
+    ``OMPProcessManager.reserve_cpu_num``). On a 2-core machine one thread served a single stream
+    at 3.7 ms per output token against 6.3 ms with torch's default of two (docs/results.md)."""
+    return max(1, len(os.sched_getaffinity(0)) - 1)
+
+
 @click.command("serve")
 @click.option("--model", "model", metavar="NAME|DIR", default=None, callback=_model,
               show_default=DEFAULT.name,
@@ -103,7 +114,9 @@ def draft_model_path(shipped: ShippedModel | None, algorithm: str, given: Path |
                    "response); then it is closed.")
 @click.option("--keep-alive-timeout", type=click.IntRange(min=1), default=5, show_default=True,
               help="Seconds an idle keep-alive connection is kept open (uvicorn's timeout_keep_alive).")
-@click.option("--threads", type=int, default=None, callback=_positive, help="torch CPU threads.")
+@click.option("--threads", type=int, default=None, callback=_positive,
+              help="torch CPU threads; default on CPU: the usable cores less one (at least 1), the one left to the "
+                   "HTTP server and the clients beside it.")
 @click.option("--speculative-algorithm", type=click.Choice(["NONE", "EAGLE3", "NGRAM"], case_sensitive=False),
               default="NONE", show_default=True,
               help="Speculative decoding (SGLang's flag): EAGLE3 (the shipped drafter of --model NAME, or of "
@@ -151,6 +164,8 @@ def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device:
     from specgauge.engine.serving.app import ServerSettings, bind_or_explain, serve_forever
     from specgauge.engine.speculative.config import SpeculativeConfig
 
+    if threads is None and device.startswith("cpu"):
+        threads = serving_threads()
     config = EngineConfig(
         model_dir=str(model_dir), device=device, dtype=dtype, max_model_len=max_model_len,
         block_size=block_size, num_blocks=num_blocks, threads=threads, weight_packing=weight_packing,
