@@ -11,8 +11,8 @@ load falls on both alike. The weights cycle through enough copies to leave the c
 real step, where every matrix is read once. Prints µs per call and the packed/dense ratio, and
 how the two results differ: fp32, the largest difference relative to the output's scale
 (summation order only: the weights are bf16 values, which fp16 holds); bf16, the cells whose
-bits differ (``onednn`` uses the reordered weights up to 32 rows and the same dense product past
-that, so there its ratio is 1 but for noise).
+bits differ. ``benchmarks/head_weight_sets.py`` sets the two packed forms against each other for
+the EAGLE-3 head.
 """
 
 from __future__ import annotations

@@ -172,3 +172,38 @@ def test_reordered_weights_decode_what_dense_ones_do_plain_and_speculative(bf16_
     assert reordered == dense
     assert speculative == dense
     assert snapshot["spec_num_verifies"] > 0
+
+
+@needs_fbgemm
+def test_head_passes_of_few_rows_run_on_the_fbgemm_set_and_more_rows_in_bf16(bf16_model_dir, tmp_path):
+    """A bf16 engine's EAGLE-3 head holds an fp32 set packed for FBGEMM and a bf16 one: a pass
+    of up to ``FBGEMM_ROWS_MAX`` rows (a catch-up, the chain steps of a few requests) runs on the
+    first, a larger one on the second; both give the same drafts' features up to bf16 rounding."""
+    from specgauge.engine.models.eagle3 import FBGEMM_ROWS_MAX
+
+    head_dir = write_random_head(tmp_path / "head", bf16_model_dir, dtype=torch.bfloat16)
+    engine = make_spec_engine(bf16_model_dir, dtype="bfloat16", speculative=SpeculativeConfig(
+        algorithm="EAGLE3", num_steps=2, draft_model_path=str(head_dir)))
+    head = engine.runner.drafter.head
+    assert (head.weight_packing, head.fp32_rows_max) == ("fp16", FBGEMM_ROWS_MAX)
+    cfg = head.config
+    generator = torch.Generator().manual_seed(0)
+    keys, width = cfg.num_key_value_heads, 32
+    rows = FBGEMM_ROWS_MAX + 1
+    tokens = torch.randint(0, cfg.draft_vocab_size, (rows,), generator=generator)
+    features = torch.randn(rows, cfg.hidden_size, generator=generator)
+    kv = torch.randn(2, rows, width, keys, cfg.head_size, generator=generator).to(head.attention_dtype)
+    positions = torch.full((rows,), width - 1)
+    cos, sin = head.rope_cached(positions)
+    mask = torch.zeros(rows, 1, 1, width, dtype=head.attention_dtype)
+
+    def run(count):
+        k, v = kv[0, :count].clone(), kv[1, :count].clone()
+        return head.forward_gathered(tokens[:count], features[:count], cos[:count], sin[:count], k, v,
+                                     (torch.arange(count), positions[:count]), mask[:count])
+
+    few, few_logits = run(FBGEMM_ROWS_MAX)
+    many, many_logits = run(rows)
+    assert (few.dtype, many.dtype) == (torch.float32, torch.bfloat16)
+    torch.testing.assert_close(few, many[:FBGEMM_ROWS_MAX].float(), rtol=0.05, atol=0.05)
+    torch.testing.assert_close(few_logits, many_logits[:FBGEMM_ROWS_MAX].float(), rtol=0.05, atol=0.05)

@@ -70,6 +70,12 @@ if TYPE_CHECKING:
     from specgauge.engine.core.kv_cache import ForwardBatch, KVCache
 
 ARCHITECTURE = "LlamaForCausalLMEagle3"
+# Passes of up to this many rows run on the fp32 set when it is packed for FBGEMM: with the
+# weights out of cache (the target's step runs between the head's), FBGEMM's fp16 products took
+# 0.54x of oneDNN's bf16 ones on reordered weights for a whole one-row pass, 0.70x at 5 rows, 0.82x
+# at 8, 0.88x at 12, and more from 16 rows on (specgauge-9m-4k's drafter, Intel Xeon with AMX, 1
+# thread; PYTHONPATH=src python benchmarks/head_weight_sets.py --model specgauge-9m-4k).
+FBGEMM_ROWS_MAX = 12
 
 
 def default_aux_layers(num_layers: int) -> tuple[int, int, int]:
@@ -370,10 +376,12 @@ class Eagle3Head(nn.Module):
         One-row passes (a chain step of a single request) run in the head's dtype (fp32 on CPU:
         its matrix-vector kernels are the fastest there); passes of several rows in
         ``batch_dtype`` (the target's) when that is bf16/fp16 (bf16 matmuls of 2+ rows are 2-4x
-        faster than fp32 on CPU). Each set's matrices are packed as ``packing`` resolves for its
-        dtype (:func:`~specgauge.engine.models.linear.choose_packing`); the fp32 set's is
-        ``self.weight_packing``, the many-row set's ``self.many_rows_packing``. The parameters
-        (and ``state_dict``) are left as they are.
+        faster than dense fp32 on CPU). Where the fp32 set is packed for FBGEMM, passes of up to
+        ``FBGEMM_ROWS_MAX`` rows (a catch-up over a step's accepted tokens, the chain steps of a
+        few requests) take it too (``self.fp32_rows_max``). Each set's matrices are packed as
+        ``packing`` resolves for its dtype (:func:`~specgauge.engine.models.linear.choose_packing`);
+        the fp32 set's is ``self.weight_packing``, the many-row set's ``self.many_rows_packing``.
+        The parameters (and ``state_dict``) are left as they are.
         """
         mid = self.midlayer
         attn, mlp = mid.self_attn, mid.mlp
@@ -397,6 +405,7 @@ class Eagle3Head(nn.Module):
         packings = {dtype: choose_packing(packing, self.fc.weight.device, dtype, matrices) for dtype in scale}
         self.weight_packing = packings.get(torch.float32, "none")
         self.many_rows_packing = packings[self._many_rows_dtype]
+        self.fp32_rows_max = FBGEMM_ROWS_MAX if self.weight_packing == "fp16" else 1
         self._weight_sets = {
             dtype: (tuple(pack(w.to(dtype), packings[dtype]) for w in matrices),
                     tuple(w.to(dtype) * scale[dtype] for w in norms))
@@ -432,7 +441,7 @@ class Eagle3Head(nn.Module):
 
     def _weights(self, rows: int):
         """The weight set a pass of ``rows`` rows runs in, and its dtype."""
-        dtype = self._one_row_dtype if rows == 1 else self._many_rows_dtype
+        dtype = self._one_row_dtype if rows <= self.fp32_rows_max else self._many_rows_dtype
         return dtype, self._weight_sets[dtype]
 
     def _project(self, input_ids: torch.Tensor, features: torch.Tensor, fused: bool, cos: torch.Tensor,

@@ -32,9 +32,10 @@ ints and the drafter's causal-mask table (``lay_out``'s ``causal_rows``).
 A tree (``topk > 1``) expands the ``topk`` best nodes per depth (SGLang's scheme: children
 scored by cumulative draft log-probability) and recomputes the expanded nodes each step under a
 tree mask; the best ``num_draft_tokens − 1`` nodes form the draft tree.
-On CPU the head's one-row passes run in fp32 whatever the target's dtype (see ``build_drafter``);
-it attends, and keeps its K/V, in the head's ``attention_dtype`` (bf16 where the target attends in
-bf16: a CPU with AMX).
+On CPU the head's passes of one row — of up to ``FBGEMM_ROWS_MAX`` where its fp32 weights are
+packed for FBGEMM — run in fp32 whatever the target's dtype (see ``build_drafter`` and
+``Eagle3Head.prepare_for_inference``); it attends, and keeps its K/V, in the head's
+``attention_dtype`` (bf16 where the target attends in bf16: a CPU with AMX).
 """
 
 from __future__ import annotations
