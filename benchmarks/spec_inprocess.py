@@ -3,6 +3,7 @@
     PYTHONPATH=src python benchmarks/spec_inprocess.py                              # the default shipped model
     PYTHONPATH=src python benchmarks/spec_inprocess.py --model specgauge-9m-4k --suite agentic
     PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain,k3,k5p30 --suite encyclopedic --prompts 12
+    PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain,k3p0,t3x2n6,t4x3n8 --model specgauge-9m-4k
     PYTHONPATH=src python benchmarks/spec_inprocess.py --configs plain@none,k6p15@none,plain@fp16,k6p15@fp16
 
 Each configuration is an :class:`Engine` of the shipped target ``--model`` (1 thread) built once; the
@@ -10,7 +11,9 @@ prompts of ``--suite`` run one at a time through every configuration in turn (re
 request, so drifting machine load falls on all alike), ``Engine.step`` driven here. A
 configuration is ``plain``, ``ngram`` or ``k<steps>p<percent>`` (EAGLE-3 chain of up to
 ``steps`` drafts with ``--speculative-min-draft-prob percent/100``; ``k4p0`` = a fixed chain of 4),
-with a trailing ``ad`` for ``--speculative-adaptive``, and ``@none`` or ``@fp16`` for the
+with a trailing ``ad`` for ``--speculative-adaptive``, or ``t<steps>x<topk>n<tokens>`` (an EAGLE-3
+tree: SGLang's ``--speculative-num-steps``, ``--speculative-eagle-topk`` and
+``--speculative-num-draft-tokens``), and ``@none`` or ``@fp16`` for the
 engine's ``--weight-packing`` (default ``auto``). Prints each one's median decode tok/s
 (tokens after the first / time after the first step), its ratio to ``plain`` (to ``plain@X``
 for a configuration ``...@X`` when that is run too), the median of the per-prompt ratios and its
@@ -61,10 +64,14 @@ def build(name: str, draft: str | None, target: str) -> Engine:
         spec = SpeculativeConfig()
     elif name == "ngram":
         spec = SpeculativeConfig(algorithm="NGRAM", num_steps=5)
+    elif tree := re.fullmatch(r"t(\d+)x(\d+)n(\d+)", name):
+        spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=int(tree[1]), eagle_topk=int(tree[2]),
+                                 num_draft_tokens=int(tree[3]), min_draft_prob=0.0, draft_model_path=draft)
     else:
         match = re.fullmatch(r"k(\d+)p(\d+)(ad)?", name)
         if not match:
-            raise SystemExit(f"unknown configuration {name!r} (plain, ngram, k<steps>p<percent>[ad])")
+            raise SystemExit(f"unknown configuration {name!r} (plain, ngram, k<steps>p<percent>[ad], "
+                             f"t<steps>x<topk>n<tokens>)")
         spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=int(match[1]), min_draft_prob=int(match[2]) / 100,
                                  adaptive=bool(match[3]), draft_model_path=draft)
     return Engine(EngineConfig(model_dir=target, threads=1, speculative=spec, weight_packing=packing or "auto"))
