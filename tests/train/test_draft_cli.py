@@ -125,6 +125,16 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     resumed_warm = run_cli(*warm, "--max-steps", "2", "--resume", "--output", str(tmp_path / "warm_head"))
     assert resumed_warm.returncode == 0, resumed_warm.stderr[-2000:]
     assert "aux layers (0, 2, 3)" in resumed_warm.stdout and "resumed at step 1" in resumed_warm.stdout
+    # A --draft-vocab-size given asks for a new map of that size, built from the responses.
+    wider = [*common[:4], "--run-dir", str(tmp_path / "wider"), *common[6:-5], "--threads", "1", "--fp32"]
+    shutil.copytree(tmp_path / "run" / "regenerated", tmp_path / "wider" / "regenerated")
+    grown = run_cli(*wider, "--draft-vocab-size", "300", "--init-from", str(head_dir), "--max-steps", "1",
+                    "--output", str(tmp_path / "wider_head"))
+    assert grown.returncode == 0, grown.stderr[-2000:]
+    wider_head = load_eagle3(tmp_path / "wider_head", load_model(tiny_target))
+    assert wider_head.config.draft_vocab_size == 300 and set(head.draft_to_target(torch.arange(200)).tolist()) != set(
+        wider_head.draft_to_target(torch.arange(300)).tolist())
+    assert "lm_head rows for the tokens of the new vocabulary map" in (tmp_path / "wider_head" / "TRAINING.md").read_text()
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -103,6 +103,29 @@ def test_a_widened_head_drafts_what_the_old_one_did_on_the_widened_target():
         assert torch.allclose(before, after, atol=1e-4 * before.abs().max().item())
 
 
+def test_a_warm_start_with_a_larger_draft_vocabulary_keeps_the_rows_of_the_tokens_both_have():
+    from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map
+    from specgauge.train.widen import warm_start_head
+
+    model = _model()
+    head = _head(model)  # 64 draft tokens
+    larger = Eagle3Head(Eagle3Config.for_target(model.config, 160, (0, 1, 1), intermediate_size=40))
+    larger.share_embeddings(model)
+    vocab_map = build_vocab_map(torch.rand(600, generator=torch.Generator().manual_seed(5)), 160)
+    warm_start_head(larger, head, vocab_map=vocab_map, fresh_rows=model.lm_head.weight)
+    assert torch.equal(larger.d2t, vocab_map[0]) and torch.equal(larger.t2d, vocab_map[1])
+    old = dict(zip(head.draft_to_target(torch.arange(64)).tolist(), head.lm_head.weight))
+    shared = 0
+    for draft_id, target_id in enumerate(larger.draft_to_target(torch.arange(160)).tolist()):
+        expected = old[target_id] if target_id in old else model.lm_head.weight[target_id]
+        assert torch.equal(larger.lm_head.weight[draft_id], expected.detach())
+        shared += target_id in old
+    assert 0 < shared < 64  # some tokens in both vocabularies, some only in the new one
+    assert torch.equal(larger.fc.weight, head.fc.weight) and torch.equal(larger.norm.weight, head.norm.weight)
+    with pytest.raises(ValueError, match="needs fresh_rows"):
+        warm_start_head(larger, head, vocab_map=vocab_map)
+
+
 def test_a_head_of_another_shape_is_refused():
     from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head
     from specgauge.train.widen import warm_start_head

@@ -164,9 +164,11 @@ class DraftTrainer(Trainer):
                  val_sources: dict[str, Conversations], run_dir: Path, config: DraftTrainConfig,
                  aux_layers: tuple[int, ...] | None = None, eos_ids: tuple[int, ...] = (), pad_id: int = 0,
                  start: Eagle3Head | None = None) -> None:
-        """``start``: a trained head to begin from (``config.init_from``); its draft vocabulary,
-        aux layers and MLP width must be the config's, and its attention is widened to the
-        target's head_dim (:func:`specgauge.train.widen.warm_start_head`)."""
+        """``start``: a trained head to begin from (``config.init_from``); its MLP width must be
+        the config's, its attention is widened to the target's head_dim
+        (:func:`specgauge.train.widen.warm_start_head`), and its vocabulary map kept — unless the
+        config's draft vocabulary is of another size: then the map is built from these responses,
+        as for a new head, and a token in both keeps its lm_head row."""
         self.run_dir, self.config = Path(run_dir), config
         torch.manual_seed(config.seed)
         random.seed(config.seed)
@@ -176,14 +178,18 @@ class DraftTrainer(Trainer):
                                                        intermediate_size=config.intermediate_size))
         self.head.share_embeddings(target)
         self.model = self.head  # what the inherited loop puts in train mode
+        new_map = start is None or start.config.draft_vocab_size != config.draft_vocab_size
+        self.kept_start_map = not new_map  # for the report: whether a start head's map was kept
+        vocab_map = build_vocab_map(token_counts(train_sources, target.config.vocab_size, config.weights),
+                                    config.draft_vocab_size, always=eos_ids) if new_map else None
         if start is None:
-            counts = token_counts(train_sources, target.config.vocab_size, config.weights)
-            self.head.set_vocab_map(*build_vocab_map(counts, config.draft_vocab_size, always=eos_ids))
+            self.head.set_vocab_map(*vocab_map)
             self._init_weights()
         else:
             from specgauge.train.widen import warm_start_head
 
-            warm_start_head(self.head, start, seed=config.seed)
+            warm_start_head(self.head, start, seed=config.seed, vocab_map=vocab_map,
+                            fresh_rows=target.lm_head.weight if new_map else None)
         held_out = token_counts(val_sources, target.config.vocab_size, config.weights)
         # Share of held-out response tokens (weighted like the mix) that the draft vocabulary can produce.
         self.vocab_coverage = float(held_out[self.head.t2d].sum() / held_out.sum().clamp(min=1e-12))

@@ -39,8 +39,9 @@ def parse_aux_layers(text: str, target_layers: int) -> tuple[int, ...]:
 
 def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
                      intermediate_size: int | None) -> tuple[int, int]:
-    """The draft vocabulary and MLP width of the head ``--init-from`` names; a value given on the
-    command line that differs is a UserError (the head's shape is kept)."""
+    """The draft vocabulary and MLP width a run started from the head ``--init-from`` names trains:
+    the head's, but for a ``--draft-vocab-size`` given on the command line (a new map, built from the
+    regenerated responses); a ``--intermediate-size`` given that differs is a UserError (the MLP is kept)."""
     import json
 
     config_path = init_from / "config.json"
@@ -52,13 +53,13 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
                  "intermediate_size": int(config["intermediate_size"])}
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(f"--init-from: {config_path} is not an EAGLE-3 head's config ({exc})") from None
-    given = {"draft_vocab_size": draft_vocab_size, "intermediate_size": intermediate_size}
-    for name, value in given.items():
-        explicit = ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-        if explicit and value != shape[name]:
-            raise UserError(f"--{name.replace('_', '-')} {value}: the head in {init_from} has {shape[name]}, "
-                            "and --init-from keeps its shape")
-    return shape["draft_vocab_size"], shape["intermediate_size"]
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+    if given("intermediate_size") and intermediate_size != shape["intermediate_size"]:
+        raise UserError(f"--intermediate-size {intermediate_size}: the head in {init_from} has "
+                        f"{shape['intermediate_size']}, and --init-from keeps its MLP")
+    return (draft_vocab_size if given("draft_vocab_size") else shape["draft_vocab_size"]), shape["intermediate_size"]
 
 
 @click.command("draft")
@@ -73,8 +74,8 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
 @click.option("--resume", is_flag=True, help="Continue from RUN_DIR/draft_checkpoint.pt.")
 @click.option("--init-from", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Start from this trained head (e.g. the shipped drafter, for a target continued from its "
-                   "target): its vocabulary map, aux layers (unless --aux-layers) and MLP width are kept, its attention widened to "
-                   "the target's head_dim.")
+                   "target): its vocabulary map (unless --draft-vocab-size), aux layers (unless --aux-layers) and MLP "
+                   "width are kept, its attention widened to the target's head_dim.")
 @click.option("--weights", default="code_stdlib=0.5,code_questions=0.5,agentic_tools=0.4,prose_docs=0.1", show_default=True,
               help="Training mix: source=weight, comma separated (sources left out get 0).")
 @click.option("--minutes", type=float, default=None, help="Training-time budget (the cosine decay ends with it).")
@@ -86,7 +87,9 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
 @click.option("--ttt-steps", type=click.IntRange(min=3), default=4, show_default=True, help="Unrolled training-time-test steps.")
 @click.option("--feed", type=click.Choice(["draft", "target"]), default="draft", show_default=True,
               help="Token fed to unrolled steps: the head's own argmax, or the sequence's token (SpecForge).")
-@click.option("--draft-vocab-size", type=click.IntRange(min=1), default=2048, show_default=True)
+@click.option("--draft-vocab-size", type=click.IntRange(min=1), default=2048, show_default=True,
+              help="Target tokens the head drafts from (the most frequent of the regenerated responses); with "
+                   "--init-from, given: a new map of this size, the start head's lm_head rows kept for tokens in both.")
 @click.option("--intermediate-size", type=click.IntRange(min=1), default=None,
               help="The head's MLP width (default: the target's). A narrower head drafts faster.")
 @click.option("--aux-layers", default=None, metavar="I,J,K",

@@ -93,16 +93,23 @@ def widen_head_dim(model: LlamaForCausalLM, new_head_dim: int, seed: int = 0) ->
     return wide
 
 
-def warm_start_head(head: Eagle3Head, start: Eagle3Head, seed: int = 0) -> None:
+def warm_start_head(head: Eagle3Head, start: Eagle3Head, seed: int = 0,
+                    vocab_map: tuple[torch.Tensor, torch.Tensor] | None = None,
+                    fresh_rows: torch.Tensor | None = None) -> None:
     """Load a trained EAGLE-3 head ``start`` into ``head`` (built for a widened target): the same
     vocabulary map, fc, MLP, norms and lm_head; its one attention block widened to ``head``'s
     head_dim (the same function when ``head``'s RoPE base is ``start``'s raised to ``D/d``, as
-    :func:`widened_config` makes the target's). The shapes must otherwise agree."""
+    :func:`widened_config` makes the target's). The shapes must otherwise agree.
+
+    With ``vocab_map`` (d2t, t2d of ``head``'s own draft vocabulary, of any size), the lm_head is
+    laid out for it instead: a token in both vocabularies keeps ``start``'s row, any other takes
+    its row of ``fresh_rows`` (target vocabulary × hidden: the target's output head, as a new
+    head's lm_head starts)."""
     old, new = start.config.head_size, head.config.head_size
     if new < old:
         raise ValueError(f"the head to start from has head_dim {old}, more than the new head's {new}")
-    state = {name: value.detach().float() for name, value in start.state_dict().items()
-             if name not in ("embed_tokens.weight", "d2t", "t2d")}
+    skipped = ("embed_tokens.weight", "d2t", "t2d") + (("lm_head.weight",) if vocab_map is not None else ())
+    state = {name: value.detach().float() for name, value in start.state_dict().items() if name not in skipped}
     if new > old:
         widen_attention(state, "midlayer.self_attn.", start.config.num_attention_heads,
                         start.config.num_key_value_heads, old, new, torch.Generator().manual_seed(seed))
@@ -113,4 +120,18 @@ def warm_start_head(head: Eagle3Head, start: Eagle3Head, seed: int = 0) -> None:
                              f"the new head's is {expected.get(name)}")
     with torch.no_grad():
         head.load_state_dict(state, strict=False)
-    head.set_vocab_map(start.d2t.clone(), start.t2d.clone())
+    if vocab_map is None:
+        head.set_vocab_map(start.d2t.clone(), start.t2d.clone())
+        return
+    if fresh_rows is None:
+        raise ValueError("a new vocabulary map needs fresh_rows for the tokens the start head lacks")
+    head.set_vocab_map(*vocab_map)
+    ids = head.draft_to_target(torch.arange(head.config.draft_vocab_size))
+    start_ids = start.draft_to_target(torch.arange(start.config.draft_vocab_size))
+    start_row = torch.full((head.config.vocab_size,), -1, dtype=torch.long)
+    start_row[start_ids] = torch.arange(start.config.draft_vocab_size)
+    rows = fresh_rows.detach().float()[ids].clone()
+    kept = start_row[ids] >= 0
+    rows[kept] = start.lm_head.weight.detach().float()[start_row[ids][kept]]
+    with torch.no_grad():
+        head.lm_head.weight.copy_(rows)
