@@ -13,7 +13,8 @@ configuration is ``plain``, ``ngram`` or ``k<steps>p<percent>`` (EAGLE-3 chain o
 ``steps`` drafts with ``--speculative-min-draft-prob percent/100``; ``k4p0`` = a fixed chain of 4),
 with a trailing ``ad`` for ``--speculative-adaptive``, or ``t<steps>x<topk>n<tokens>`` (an EAGLE-3
 tree: SGLang's ``--speculative-num-steps``, ``--speculative-eagle-topk`` and
-``--speculative-num-draft-tokens``), and ``@none`` or ``@fp16`` for the
+``--speculative-num-draft-tokens``), ``#b`` for the drafter of ``--draft-b`` (two heads side by
+side: ``--configs plain,k3p0,k3p0#b --draft-b DIR``), and ``@none`` or ``@fp16`` for the
 engine's ``--weight-packing`` (default ``auto``). Prints each one's median decode tok/s
 (tokens after the first / time after the first step), its ratio to ``plain`` (to ``plain@X``
 for a configuration ``...@X`` when that is run too), the median of the per-prompt ratios and its
@@ -57,9 +58,14 @@ from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
 
-def build(name: str, draft: str | None, target: str) -> Engine:
+def build(name: str, draft: str | None, target: str, draft_b: str | None = None) -> Engine:
     """The engine a configuration name describes (see the module docstring)."""
     name, _, packing = name.partition("@")
+    name, _, which = name.partition("#")
+    if which:
+        if which != "b" or draft_b is None:
+            raise SystemExit(f"configuration {name}#{which}: '#b' names the drafter of --draft-b, which is not given")
+        draft = draft_b
     if name == "plain":
         spec = SpeculativeConfig()
     elif name == "ngram":
@@ -104,7 +110,7 @@ def serve_worker() -> None:
     for line in sys.stdin:
         ask = json.loads(line)
         if "build" in ask:
-            engines = {name: build(name, ask["draft"], ask["target"]) for name in ask["build"]}
+            engines = {name: build(name, ask["draft"], ask["target"], ask.get("draft_b")) for name in ask["build"]}
             answer: dict = {"built": sorted(engines)}
         else:
             rate, count, steps, first = decode_rate(engines[ask["name"]], ask["prompt"], ask["tokens"])
@@ -116,11 +122,12 @@ def serve_worker() -> None:
 class OtherTree:
     """The engines of another source tree, in a worker process (``--compare-src``)."""
 
-    def __init__(self, checkout: Path, names: list[str], draft: str | None, target: str) -> None:
+    def __init__(self, checkout: Path, names: list[str], draft: str | None, target: str,
+                 draft_b: str | None = None) -> None:
         command = [sys.executable, str(Path(__file__).resolve()), WORKER, str(checkout.resolve() / "src")]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.ask({"build": names, "draft": draft, "target": target})
+        self.ask({"build": names, "draft": draft, "target": target, "draft_b": draft_b})
 
     def ask(self, message: dict) -> dict:
         self.process.stdin.write(json.dumps(message) + "\n")
@@ -150,6 +157,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--draft", default=None, help="EAGLE-3 head directory (default: the shipped drafter)")
+    parser.add_argument("--draft-b", default=None,
+                        help="a second EAGLE-3 head directory, drafting for the configurations named with '#b'")
     parser.add_argument("--compare-src", type=Path, default=None,
                         help="another checkout whose src/ runs every configuration too, in lockstep")
     args = parser.parse_args()
@@ -159,13 +168,13 @@ def main() -> None:
         names.insert(0, "plain")
     shipped = get_shipped(args.model)
     target, draft = str(shipped.target_dir), args.draft or (str(shipped.draft_dir) if shipped.draft_dir else None)
-    engines = {name: build(name, draft, target) for name in names}
+    engines = {name: build(name, draft, target, args.draft_b) for name in names}
     suite = fitting_suite(load_suite(args.suite), shipped.target_dir, args.tokens)  # the requests that fit the context
     first = next(iter(engines.values()))
     tokenizer = first.tokenizer
     prompts = [tokenizer.encode(render_prompt(tokenizer, suite.requests[(i * 7) % len(suite.requests)]))
                for i in range(args.prompts)]
-    other = OtherTree(args.compare_src, names, draft, target) if args.compare_src else None
+    other = OtherTree(args.compare_src, names, draft, target, args.draft_b) if args.compare_src else None
     for name, engine in engines.items():  # warm-up: lazy allocations, the adaptive arm's first measurements
         decode_rate(engine, prompts[0], args.tokens)
         if other:
