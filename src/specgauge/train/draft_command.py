@@ -40,8 +40,9 @@ def parse_aux_layers(text: str, target_layers: int) -> tuple[int, ...]:
 def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
                      intermediate_size: int | None) -> tuple[int, int]:
     """The draft vocabulary and MLP width a run started from the head ``--init-from`` names trains:
-    the head's, but for a ``--draft-vocab-size`` given on the command line (a new map, built from the
-    regenerated responses); a ``--intermediate-size`` given that differs is a UserError (the MLP is kept)."""
+    the head's, but for a ``--draft-vocab-size`` given on the command line (of another size: a new
+    map, built from the regenerated responses); a ``--intermediate-size`` given that differs is a
+    UserError (the MLP is kept)."""
     import json
 
     config_path = init_from / "config.json"
@@ -89,7 +90,8 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
               help="Token fed to unrolled steps: the head's own argmax, or the sequence's token (SpecForge).")
 @click.option("--draft-vocab-size", type=click.IntRange(min=1), default=2048, show_default=True,
               help="Target tokens the head drafts from (the most frequent of the regenerated responses); with "
-                   "--init-from, given: a new map of this size, the start head's lm_head rows kept for tokens in both.")
+                   "--init-from, given and not the head's size: a new map of this size, the head's lm_head rows kept "
+                   "for tokens in both.")
 @click.option("--intermediate-size", type=click.IntRange(min=1), default=None,
               help="The head's MLP width (default: the target's). A narrower head drafts faster.")
 @click.option("--aux-layers", default=None, metavar="I,J,K",
