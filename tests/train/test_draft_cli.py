@@ -132,7 +132,8 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
                     "--output", str(tmp_path / "wider_head"))
     assert grown.returncode == 0, grown.stderr[-2000:]
     wider_head = load_eagle3(tmp_path / "wider_head", load_model(tiny_target))
-    assert wider_head.config.draft_vocab_size == 300 and set(head.draft_to_target(torch.arange(200)).tolist()) != set(
+    # both maps rank the same responses' tokens: the 300 most frequent hold the 200 most frequent
+    assert wider_head.config.draft_vocab_size == 300 and set(head.draft_to_target(torch.arange(200)).tolist()) < set(
         wider_head.draft_to_target(torch.arange(300)).tolist())
     assert "lm_head rows for the tokens of the new vocabulary map" in (tmp_path / "wider_head" / "TRAINING.md").read_text()
 
