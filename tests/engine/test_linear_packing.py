@@ -188,11 +188,11 @@ def test_head_passes_of_few_rows_run_on_the_fbgemm_set_and_more_rows_in_bf16(bf1
     assert (head.weight_packing, head.fp32_rows_max) == ("fp16", FBGEMM_ROWS_MAX)
     cfg = head.config
     generator = torch.Generator().manual_seed(0)
-    keys, width = cfg.num_key_value_heads, 32
+    n_kv, width = cfg.num_key_value_heads, 32
     rows = FBGEMM_ROWS_MAX + 1
     tokens = torch.randint(0, cfg.draft_vocab_size, (rows,), generator=generator)
     features = torch.randn(rows, cfg.hidden_size, generator=generator)
-    kv = torch.randn(2, rows, width, keys, cfg.head_size, generator=generator).to(head.attention_dtype)
+    kv = torch.randn(2, rows, width, n_kv, cfg.head_size, generator=generator).to(head.attention_dtype)
     positions = torch.full((rows,), width - 1)
     cos, sin = head.rope_cached(positions)
     mask = torch.zeros(rows, 1, 1, width, dtype=head.attention_dtype)

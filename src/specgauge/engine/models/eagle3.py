@@ -393,15 +393,15 @@ class Eagle3Head(nn.Module):
                                          self.norm))
         self._split = (attn.num_heads, attn.num_kv_heads, attn.head_dim)
         self._eps = self.config.rms_norm_eps
-        self._one_row_dtype = self.fc.weight.dtype
-        self._many_rows_dtype = batch_dtype if batch_dtype in (torch.bfloat16, torch.float16) else self._one_row_dtype
+        self._few_rows_dtype = self.fc.weight.dtype
+        self._many_rows_dtype = batch_dtype if batch_dtype in (torch.bfloat16, torch.float16) else self._few_rows_dtype
         # attention (and the head's K/V pool) on CPU in the dtype the target attends in (bf16 with
         # AMX), whatever the head's own; fp32 elsewhere
         device = self.fc.weight.device
         self.attention_dtype = attention_dtype(device, batch_dtype) if device.type == "cpu" else torch.float32
         # fp32 norm weights are stored times sqrt(h) for ``_norm``'s cheaper form
         scale = {dtype: self.config.hidden_size ** 0.5 if dtype == torch.float32 else 1.0
-                 for dtype in {self._one_row_dtype, self._many_rows_dtype}}
+                 for dtype in {self._few_rows_dtype, self._many_rows_dtype}}
         packings = {dtype: choose_packing(packing, self.fc.weight.device, dtype, matrices) for dtype in scale}
         self.weight_packing = packings.get(torch.float32, "none")
         self.many_rows_packing = packings[self._many_rows_dtype]
@@ -441,7 +441,7 @@ class Eagle3Head(nn.Module):
 
     def _weights(self, rows: int):
         """The weight set a pass of ``rows`` rows runs in, and its dtype."""
-        dtype = self._one_row_dtype if rows <= self.fp32_rows_max else self._many_rows_dtype
+        dtype = self._few_rows_dtype if rows <= self.fp32_rows_max else self._many_rows_dtype
         return dtype, self._weight_sets[dtype]
 
     def _project(self, input_ids: torch.Tensor, features: torch.Tensor, fused: bool, cos: torch.Tensor,
