@@ -15,7 +15,10 @@ turn, request by request, so machine drift falls on both alike. Printed per L:
   ``StepReport.draft_seconds``, which includes the drafter's catch-up over the last step's
   accepted tokens, over the tokens it drafted), the median over steps;
 * their ratio (the issue's goal: head step ≤ 15% of the target's), and the verify step (one
-  target forward over 1 + k tokens) against the plain step.
+  target forward over 1 + k tokens) against the plain step;
+* **tokens/step**: the tokens each speculative step produced (mean), and the tokens per step a
+  chain of k would need at these costs to break even and to decode twice as fast as plain
+  decoding: ``(verify + k · head step) / target step``, and twice that.
 """
 
 from __future__ import annotations
@@ -100,9 +103,9 @@ def main() -> None:
     decode_steps(spec, warm, args.tokens)
     print(f"{args.model}: 1 thread, dtype {plain.config.torch_dtype}, chain of {args.k} drafts, "
           f"{args.prompts} prompts x {args.tokens} tokens per context length")
-    print(f"{'context':>8} {'target step':>12} {'head step':>10} {'head/target':>12} {'verify(1+k)/plain':>18} {'accepted/step':>14}")
+    print(f"{'context':>8} {'target step':>12} {'head step':>10} {'head/target':>12} {'verify(1+k)/plain':>18} {'tokens/step':>12} {'needed for 1x':>14} {'for 2x':>7}")
     for length in contexts:
-        target, head, verify, accepted = [], [], [], []
+        target, head, verify, produced = [], [], [], []
         for index in range(args.prompts):
             prompt = prompt_of_length(tokenizer, requests, length, index * 3)
             for seconds, _ in decode_steps(plain, prompt, args.tokens):
@@ -113,10 +116,12 @@ def main() -> None:
                     continue  # the last steps, where max_tokens leaves no room to draft
                 head.append(report.draft_seconds / drafted)
                 verify.append(report.verify_seconds)
-                accepted.append(sum(a for _, a in report.verdicts.values()))
+                produced.append(1 + sum(a for _, a in report.verdicts.values()))  # drafts kept + the target's own token
         step, draft = statistics.median(target), statistics.median(head)
+        even = (statistics.median(verify) + args.k * draft) / step  # a spec step's cost in plain steps
         print(f"{length:>8} {step * 1e3:>10.2f}ms {draft * 1e3:>8.2f}ms {draft / step:>11.1%} "
-              f"{statistics.median(verify) / step:>17.2f}x {statistics.mean(accepted):>14.2f}")
+              f"{statistics.median(verify) / step:>17.2f}x {statistics.mean(produced):>12.2f} {even:>14.2f} "
+              f"{2 * even:>7.2f}")
 
 
 if __name__ == "__main__":
