@@ -41,6 +41,15 @@ def test_compare_random_dataset_goodput_and_result_files(tmp_path):
     assert {s["suite"]["name"] for s in verdict["stages"]} == {"random-in32-out16-n8-s0"}
     assert [d["domain"] for d in verdict["single_stream"]] == ["random"]
     assert "goodput [ttft:500 tpot:400]" in done.stdout and "goodput ratio" in done.stdout
+    goodput = verdict["goodput"]   # the terminal's goodput lines, in verdict.json too
+    assert goodput["slo_ms"] == {"ttft": 500.0, "tpot": 400.0}
+    assert [row["stage"] for row in goodput["stages"]] == ["single", "sweep:c=1", "sweep:c=2"]
+    for row in goodput["stages"]:
+        for name in ("baseline", "speculative"):
+            assert 0 <= row[name]["request_goodput"] <= row[name]["request_throughput"]
+        base, spec = row["baseline"]["request_goodput"], row["speculative"]["request_goodput"]
+        assert row["goodput_ratio"] == (pytest.approx(spec / base) if base else None)
+        assert f"{row['stage']}: baseline {row['baseline']['request_goodput']:.2f} of" in done.stdout
     for name in ("baseline", "speculative"):
         points = json.loads((tmp_path / f"run-{name}.json").read_text())
         assert [p["specgauge"]["stage"] for p in points] == ["single", "sweep:c=1", "sweep:c=2"]

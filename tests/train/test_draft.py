@@ -5,6 +5,7 @@ import torch
 
 from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
 from specgauge.engine.models.llama import LlamaConfig, LlamaForCausalLM
+from specgauge.errors import UserError
 from specgauge.train.draft import Conversations, DraftTrainConfig, DraftTrainer, MixBatches, pad_batch, token_counts
 from specgauge.train.ttt import unrolled_loss
 
@@ -115,8 +116,9 @@ def test_token_counts_weigh_each_source_by_its_share_of_the_mix():
 
 
 def _trainer(target, run_dir, **overrides):
-    config = DraftTrainConfig(batch_size=4, ttt_steps=3, draft_vocab_size=48, eval_every=1000, eval_samples=4,
-                              threads=1, bf16=False, warmup_steps=2, **overrides)
+    settings = dict(batch_size=4, ttt_steps=3, draft_vocab_size=48, eval_every=1000, eval_samples=4, threads=1,
+                    bf16=False, warmup_steps=2)
+    config = DraftTrainConfig(**{**settings, **overrides})
     train = {"code_stdlib": _conversations("code_stdlib", 12, 0), "prose_docs": _conversations("prose_docs", 12, 1)}
     val = {"code_stdlib": _conversations("code_stdlib", 4, 2), "prose_docs": _conversations("prose_docs", 4, 3)}
     return DraftTrainer(target, train, val, run_dir, config, aux_layers=(1, 2, 3), eos_ids=(1,))
@@ -134,6 +136,17 @@ def test_trainer_resumes_where_it_stopped(tmp_path, target):
     assert resumed.state.step == 2
     assert resumed.train_step() == pytest.approx(losses[2], rel=1e-5)
     assert len(resumed.last_step_accuracy) == 3
+
+
+def test_resuming_with_another_head_shape_names_what_differs(tmp_path, target):
+    first = _trainer(target, tmp_path)
+    first.train_step()
+    first.save_checkpoint()
+    other = _trainer(target, tmp_path, draft_vocab_size=40)
+    with pytest.raises(UserError, match=r"draft_vocab_size 48 there, 40 here") as caught:
+        other.load_checkpoint()
+    assert "\n" not in str(caught.value) and "another --run-dir" in str(caught.value)
+    assert other.state.step == 0   # nothing restored
 
 
 def test_trainer_reports_per_step_accuracy_per_source(tmp_path, target):

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 import torch
 
+from specgauge.errors import UserError
 from specgauge.train.target import ModelShape, TrainConfig, Trainer, export_target, lr_at
 
 TINY_SHAPE = ModelShape(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
                         intermediate_size=64, max_position_embeddings=32)
 
 
-def _trainer(corpus, run_dir, **overrides) -> Trainer:
+def _trainer(corpus, run_dir, shape: ModelShape = TINY_SHAPE, **overrides) -> Trainer:
     settings = dict(seq_len=32, batch_size=4, lr=1e-2, warmup_steps=3, max_steps=40, bf16=False, eval_every=1000,
                     eval_windows=2, threads=1, seed=11)
     settings.update(overrides)
-    return Trainer(corpus["dir"], run_dir, TINY_SHAPE, TrainConfig(**settings), vocab_size=600)
+    return Trainer(corpus["dir"], run_dir, shape, TrainConfig(**settings), vocab_size=600)
 
 
 def test_a_few_steps_reduce_the_loss(tiny_corpus, tmp_path):
@@ -24,6 +28,15 @@ def test_a_few_steps_reduce_the_loss(tiny_corpus, tmp_path):
     after = trainer.evaluate()
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5
     assert all(after[source] < before[source] for source in before)
+
+
+def test_resuming_with_another_model_shape_names_what_differs(tiny_corpus, tmp_path):
+    first = _trainer(tiny_corpus, tmp_path, max_steps=2)
+    first.run()
+    other = _trainer(tiny_corpus, tmp_path, dataclasses.replace(TINY_SHAPE, num_hidden_layers=2), max_steps=2)
+    with pytest.raises(UserError, match=r"--resume: .*checkpoint.pt was saved for another model shape "
+                                        r"\(num_hidden_layers 1 there, 2 here\)"):
+        other.load_checkpoint()
 
 
 def test_resume_continues_at_the_same_step_with_the_same_state(tiny_corpus, tmp_path):

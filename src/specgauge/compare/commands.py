@@ -123,8 +123,10 @@ def _check_outputs(output_json: str | None, output_dir: str | None) -> None:
             raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
 
 
-def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr: bool, db: str) -> None:
-    """Print the verdict table, warnings and losslessness; write verdict.json and the report."""
+def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr: bool, db: str,
+          goodput: dict | None = None) -> None:
+    """Print the verdict table, warnings and losslessness; write verdict.json (with ``goodput``,
+    the per-stage goodput of ``--goodput``, when given) and the report."""
     import json
 
     from rich.console import Console
@@ -154,11 +156,12 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
         console.print(f"losslessness (temperature 0, text-exact): {lossless.mismatches} of {lossless.compared} "
                       f"outputs differ" + (f"; first at character {lossless.examples[0].first_difference} of "
                                            f"prompt {lossless.examples[0].prompt_index}" if lossless.examples else ""))
-    document = json.dumps(result.model_dump(mode="json"), indent=2) + "\n"
+    extra = {"goodput": goodput} if goodput else None
+    document = json.dumps({**result.model_dump(mode="json"), **(extra or {})}, indent=2) + "\n"
     console.print(f"stored as comparison c{result.comparison_id} in {db} "
                   f"(specgauge report c{result.comparison_id} --db {db} regenerates the report)")
     if output_dir:
-        files = write_report(result, Path(output_dir))
+        files = write_report(result, Path(output_dir), verdict_extra=extra)
         console.print(f"wrote {files.html} and {files.json}")
     if output_json:
         _write_text(output_json, document)
@@ -279,11 +282,13 @@ def compare_command(**options) -> None:
     result = _run_compare(plan, options["db"], options["verify"], placement=placement_from(options))
     if options["verify"]:
         _say_if_nothing_verified(result)
-    _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
-          to_stderr=options["output_json"] == "-", db=options["db"])
-    from specgauge.compare.peer_flags import emit_peer_results
+    from specgauge.compare.peer_flags import emit_peer_results, goodput_document, peer_results
 
-    emit_peer_results(result, options, peer)
+    per_arm = peer_results(result, options, peer)
+    goodput = goodput_document(per_arm, peer["goodput"])
+    _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
+          to_stderr=options["output_json"] == "-", db=options["db"], goodput=goodput)
+    emit_peer_results(per_arm, goodput, options, result.comparison_id)
 
 
 def _resume(options: dict, api_key: str | None) -> None:

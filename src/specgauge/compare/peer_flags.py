@@ -142,21 +142,36 @@ def write_arm_results(per_arm: dict[str, list[dict[str, Any]]], paths: dict[str,
             raise UserError(f"cannot write {paths[name]}: {exc.strerror or exc}") from None
 
 
-def emit_peer_results(result: CompareResult, options: dict, peer: dict) -> None:
+def peer_results(result: CompareResult, options: dict, peer: dict) -> dict[str, list[dict[str, Any]]] | None:
+    """Each arm's vLLM-style point results when ``--goodput`` or a result file is asked for, else
+    None; ``peer`` is ``compare_result_settings``."""
+    if not (peer["goodput"] or options["save_result"] or options["result_filename"]):
+        return None
+    with Store.open(options["db"], create=False) as store:
+        return arm_results(store, result, peer)
+
+
+def goodput_document(per_arm: dict[str, list[dict[str, Any]]] | None, slos: dict[str, float]) -> dict | None:
+    """verdict.json's ``goodput``: the SLOs given and each stage's row (``goodput_rows``); None
+    without ``--goodput``."""
+    if not slos or per_arm is None:
+        return None
+    return {"slo_ms": dict(slos), "stages": goodput_rows(per_arm)}
+
+
+def emit_peer_results(per_arm: dict[str, list[dict[str, Any]]] | None, goodput: dict | None, options: dict,
+                      comparison_id: int | None) -> None:
     """After the verdict: each arm's goodput per stage (``--goodput``) and its vLLM-style result
-    file (``--save-result``/``--result-filename``); ``peer`` is ``compare_result_settings``."""
+    file (``--save-result``/``--result-filename``)."""
     import click
 
-    save = options["save_result"] or options["result_filename"]
-    if not (peer["goodput"] or save):
+    if per_arm is None:
         return
-    with Store.open(options["db"], create=False) as store:
-        per_arm = arm_results(store, result, peer)
     to_stderr = options["output_json"] == "-"
-    if peer["goodput"]:
-        for line in goodput_lines(goodput_rows(per_arm), peer["goodput"]):
+    if goodput:
+        for line in goodput_lines(goodput["stages"], goodput["slo_ms"]):
             click.echo(line, err=to_stderr)
-    if save:
-        paths = result_paths(options["result_filename"], result.comparison_id)
+    if options["save_result"] or options["result_filename"]:
+        paths = result_paths(options["result_filename"], comparison_id)
         write_arm_results(per_arm, paths)
         click.echo(f"wrote {paths['baseline']} and {paths['speculative']} (vLLM-style results per arm)", err=to_stderr)

@@ -394,11 +394,13 @@ def sweep_rows(data: ReportData) -> list[dict[str, Any]]:
 
 
 def write_report(source: "ReportData | CompareResult", output_dir: str | Path, *,
-                 html_path: str | Path | None = None, run_document: dict | None = None) -> ReportFiles:
+                 html_path: str | Path | None = None, run_document: dict | None = None,
+                 verdict_extra: dict | None = None) -> ReportFiles:
     """Write the HTML report, ``plots/*.png``, the JSON and ``sweep.csv`` into ``output_dir``.
 
-    The JSON is ``verdict.json`` (``CompareResult.model_dump(mode="json")``) for a comparison, and
-    ``run.json`` (``run_document``, the bench JSON contract) for one bench run.
+    The JSON is ``verdict.json`` (``CompareResult.model_dump(mode="json")`` and the keys of
+    ``verdict_extra``, e.g. compare's ``goodput``) for a comparison, and ``run.json``
+    (``run_document``, the bench JSON contract) for one bench run.
     """
     from specgauge.report.export import to_csv
 
@@ -409,7 +411,7 @@ def write_report(source: "ReportData | CompareResult", output_dir: str | Path, *
     plot_dir = _make_dir(directory / "plots")
     pngs = tuple(save_png(plot, plot_dir / f"{plot.name}.png") for plot in plots)
     if data.comparison is not None:
-        document: Any = data.comparison.model_dump(mode="json")
+        document: Any = {**data.comparison.model_dump(mode="json"), **(verdict_extra or {})}
         json_path = directory / "verdict.json"
     else:
         document = run_document if run_document is not None else {"run_ids": list(data.run_ids)}

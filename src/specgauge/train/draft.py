@@ -20,7 +20,7 @@ import torch
 from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
 from specgauge.engine.models.llama import LlamaForCausalLM
 from specgauge.train.dataset import iter_samples
-from specgauge.train.target import Trainer, _atomic_save, lr_at
+from specgauge.train.target import Trainer, _atomic_save, check_checkpoint_shape, lr_at
 from specgauge.train.ttt import acceptance_estimate, unrolled_loss
 
 
@@ -155,6 +155,11 @@ class DraftState:
     history: list = field(default_factory=list)
 
 
+def read_draft_checkpoint(run_dir: Path) -> dict:
+    """``run_dir/draft_checkpoint.pt`` as ``save_checkpoint`` wrote it."""
+    return torch.load(Path(run_dir) / "draft_checkpoint.pt", map_location="cpu", weights_only=False)
+
+
 class DraftTrainer(Trainer):
     """One head-training run in ``run_dir``. ``run()``, ``progress()`` and ``request_stop()`` are
     the target trainer's (the same loop, budget, signals and checkpoint cadence); this class
@@ -232,11 +237,12 @@ class DraftTrainer(Trainer):
                       "batches": self.batches.state(), "torch_rng": torch.get_rng_state(),
                       "head_config": self.head.config.to_dict(), "config": asdict(self.config)}, self.checkpoint_path)
 
-    def load_checkpoint(self) -> None:
-        """Restore what ``save_checkpoint`` wrote; the run continues at the saved step."""
-        saved = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
-        if saved["head_config"] != self.head.config.to_dict():
-            raise ValueError(f"checkpoint {self.checkpoint_path} is for another head shape or target")
+    def load_checkpoint(self, saved: dict | None = None) -> None:
+        """Restore what ``save_checkpoint`` wrote (``saved``: that file, already read); the run
+        continues at the saved step."""
+        saved = saved if saved is not None else read_draft_checkpoint(self.run_dir)
+        check_checkpoint_shape(self.checkpoint_path, saved["head_config"], self.head.config.to_dict(),
+                               "head shape or target")
         self.head.load_state_dict(saved["head"], strict=False)
         self.optimizer.load_state_dict(saved["optimizer"])
         self.state = DraftState(**saved["state"])

@@ -64,17 +64,14 @@ def regenerate_all(run: DraftRun, console: Console) -> Path:
     return out
 
 
-def head_aux_layers(run: DraftRun, start) -> tuple[int, ...] | None:
+def head_aux_layers(run: DraftRun, start, saved: dict | None) -> tuple[int, ...] | None:
     """The target layers the head reads: ``--aux-layers``; else, resuming, those of the checkpoint's
-    head; else the ``--init-from`` head's; else None (the default for the target's depth)."""
+    head (``saved``); else the ``--init-from`` head's; else None (the default for the target's depth)."""
     if run.train.aux_layers:
         return run.train.aux_layers
-    if run.resume:
-        import torch
-
+    if saved is not None:
         from specgauge.engine.models.eagle3 import Eagle3Config
 
-        saved = torch.load(run.run_dir / "draft_checkpoint.pt", map_location="cpu", weights_only=False)
         return Eagle3Config.from_dict(saved["head_config"]).aux_layers
     return start.config.aux_layers if start is not None else None
 
@@ -92,12 +89,15 @@ def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrain
         from specgauge.engine.models.eagle3 import load_eagle3
 
         start = load_eagle3(run.train.init_from, target)
+    from specgauge.train.draft import read_draft_checkpoint
+
+    saved = read_draft_checkpoint(run.run_dir) if run.resume else None   # read once: aux layers, then the state
     trainer = DraftTrainer(target, load_regenerated(regenerated, SOURCES, "train", limit),
                            load_regenerated(regenerated, SOURCES, "validation", limit), run.run_dir, run.train,
-                           aux_layers=head_aux_layers(run, start),
+                           aux_layers=head_aux_layers(run, start, saved),
                            eos_ids=tuple(special["eos_token_id"]), pad_id=special["pad_token_id"], start=start)
-    if run.resume:
-        trainer.load_checkpoint()
+    if saved is not None:
+        trainer.load_checkpoint(saved)
         console.print(f"resumed at step {trainer.state.step} ({trainer.state.trained_seconds:.0f} s trained)")
     sizes = {name: int(source.response_tokens().numel()) for name, source in trainer.train_sources.items()}
     console.print(f"draft head: {sum(p.numel() for p in trainer.head.trainable_parameters()) / 1e6:.2f}M trainable "

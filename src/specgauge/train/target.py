@@ -160,6 +160,18 @@ def build_optimizer(model: LlamaForCausalLM, config: TrainConfig) -> torch.optim
     return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.95), eps=1e-8)
 
 
+def check_checkpoint_shape(path: Path, saved: dict, wanted: dict, what: str) -> None:
+    """Refuse, in one line naming each field that differs, a checkpoint saved for another shape."""
+    if saved == wanted:
+        return
+    from specgauge.errors import UserError
+
+    differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    shown = ", ".join(f"{k} {saved.get(k)!r} there, {wanted.get(k)!r} here" for k in differ)
+    raise UserError(f"--resume: {path} was saved for another {what} ({shown}); resume with the flags of the run "
+                    f"that wrote it, or use another --run-dir")
+
+
 def _atomic_save(obj: object, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
     torch.save(obj, tmp)
@@ -238,8 +250,7 @@ class Trainer:
     def load_checkpoint(self) -> None:
         """Restore everything ``save_checkpoint`` wrote; the run continues at the saved step."""
         saved = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
-        if saved["shape"] != asdict(self.shape):
-            raise ValueError(f"checkpoint {self.checkpoint_path} has shape {saved['shape']}, not {asdict(self.shape)}")
+        check_checkpoint_shape(self.checkpoint_path, saved["shape"], asdict(self.shape), "model shape")
         self.model.load_state_dict(saved["model"])
         self.optimizer.load_state_dict(saved["optimizer"])
         self.state = TrainState(**saved["state"])
