@@ -110,19 +110,26 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     warm = [*common[:4], "--run-dir", str(tmp_path / "warm"), *common[6:]]
     refused = run_cli(*warm, "--init-from", str(head_dir), "--intermediate-size", "16", "--max-steps", "1", timeout=60)
     assert refused.returncode == 2 and "--intermediate-size 16: the head in" in refused.stderr
+    assert "can widen its MLP, not narrow it" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    # ... and reads the target layers --aux-layers names instead of its own (the fc keeps its shape)
+    # ... and reads the target layers --aux-layers names instead of its own (the fc keeps its shape),
+    # with its MLP widened when a wider --intermediate-size is given
+    mlp_width = head.config.intermediate_size + 32
     started = run_cli(*warm, "--init-from", str(head_dir), "--aux-layers", "0,2,3", "--max-steps", "1",
-                      "--output", str(tmp_path / "warm_head"))
+                      "--intermediate-size", str(mlp_width), "--output", str(tmp_path / "warm_head"))
     assert started.returncode == 0, started.stderr[-2000:]
     warm_head = load_eagle3(tmp_path / "warm_head", load_model(tiny_target))
-    assert torch.equal(warm_head.d2t, head.d2t) and warm_head.config.intermediate_size == head.config.intermediate_size
+    assert torch.equal(warm_head.d2t, head.d2t) and warm_head.config.intermediate_size == mlp_width
+    assert f"its MLP widened from {head.config.intermediate_size} to {mlp_width} units" in (
+        tmp_path / "warm_head" / "TRAINING.md").read_text()
     assert warm_head.config.aux_layers == (0, 2, 3)
     warm_training = (tmp_path / "warm_head" / "TRAINING.md").read_text()
     assert f"started from the head in `{head_dir}`" in warm_training and "--aux-layers 0,2,3" in warm_training
     assert "(inputs of target layers) [0, 2, 3]" in warm_training
     # resumed without the flag, the run keeps reading the layers its checkpoint's head reads
-    resumed_warm = run_cli(*warm, "--max-steps", "2", "--resume", "--output", str(tmp_path / "warm_head"))
+    # (its MLP width, unlike its aux layers, is the flag's: the same as the run that wrote it)
+    resumed_warm = run_cli(*warm, "--max-steps", "2", "--resume", "--intermediate-size", str(mlp_width),
+                           "--output", str(tmp_path / "warm_head"))
     assert resumed_warm.returncode == 0, resumed_warm.stderr[-2000:]
     assert "aux layers (0, 2, 3)" in resumed_warm.stdout and "resumed at step 1" in resumed_warm.stdout
     # A --draft-vocab-size given asks for a new map of that size, built from the responses.

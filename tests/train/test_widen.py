@@ -133,9 +133,40 @@ def test_a_head_of_another_shape_is_refused():
     model = _model()
     head = _head(model)
     wide = widen_head_dim(model, 32)
-    other = Eagle3Head(Eagle3Config.for_target(wide.config, 64, (0, 1, 1), intermediate_size=56))
-    with pytest.raises(ValueError, match="does not fit"):
-        warm_start_head(other, head)
+    narrower = Eagle3Head(Eagle3Config.for_target(wide.config, 64, (0, 1, 1), intermediate_size=24))
+    with pytest.raises(ValueError, match="MLP of 40, wider than the new head's 24"):
+        warm_start_head(narrower, head)
+
+
+def _two_steps(target, drafter, tokens):
+    from specgauge.engine.models.eagle3 import target_features
+
+    positions = torch.arange(tokens.shape[1])
+    _, aux = target_features(target, tokens, drafter.config.aux_layers)
+    first = drafter.step(tokens, drafter.fuse(aux), positions)
+    second = drafter.step(tokens, first.features, positions + 1, base=first.kv)
+    return first.logits, second.logits
+
+
+def test_a_head_started_with_a_wider_mlp_drafts_what_the_narrow_one_did_and_its_new_units_learn():
+    from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head
+    from specgauge.train.widen import warm_start_head
+
+    model = _model()
+    head = _head(model)  # MLP of 40
+    wider = Eagle3Head(Eagle3Config.for_target(model.config, 64, (0, 1, 1), intermediate_size=72))
+    wider.share_embeddings(model)
+    warm_start_head(wider, head)
+    assert wider.midlayer.mlp.gate_proj.weight.shape == (72, 48)
+    tokens = torch.randint(0, 600, (2, 30))
+    with torch.no_grad():
+        narrow_out, wide_out = _two_steps(model, head, tokens), _two_steps(model, wider, tokens)
+    for before, after in zip(narrow_out, wide_out):
+        assert torch.allclose(before, after, atol=1e-5 * before.abs().max().item())
+    logits, _ = _two_steps(model, wider, tokens)
+    logits.logsumexp(-1).mean().backward()
+    mlp = wider.midlayer.mlp
+    assert mlp.down_proj.weight.grad[:, 40:].abs().sum() > 0   # the new units feed the loss at once
 
 
 def test_the_reproduce_line_widens_only_when_the_start_had_another_head_dim(tmp_path):

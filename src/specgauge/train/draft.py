@@ -169,8 +169,8 @@ class DraftTrainer(Trainer):
                  val_sources: dict[str, Conversations], run_dir: Path, config: DraftTrainConfig,
                  aux_layers: tuple[int, ...] | None = None, eos_ids: tuple[int, ...] = (), pad_id: int = 0,
                  start: Eagle3Head | None = None) -> None:
-        """``start``: a trained head to begin from (``config.init_from``); its MLP width must be
-        the config's, its attention is widened to the target's head_dim
+        """``start``: a trained head to begin from (``config.init_from``); its MLP is widened to the
+        config's width (not narrowed), its attention to the target's head_dim
         (:func:`specgauge.train.widen.warm_start_head`), and its vocabulary map kept — unless the
         config's draft vocabulary is of another size: then the map is built from these responses,
         as for a new head, and a token in both keeps its lm_head row."""
@@ -185,6 +185,9 @@ class DraftTrainer(Trainer):
         self.model = self.head  # what the inherited loop puts in train mode
         new_map = start is None or start.config.draft_vocab_size != config.draft_vocab_size
         self.kept_start_map = not new_map  # for the report: whether a start head's map was kept
+        # for the report: the start head's MLP width when it was widened to the config's
+        self.widened_mlp_from = (start.config.intermediate_size if start is not None
+                                 and start.config.intermediate_size != self.head.config.intermediate_size else None)
         vocab_map = build_vocab_map(token_counts(train_sources, target.config.vocab_size, config.weights),
                                     config.draft_vocab_size, always=eos_ids) if new_map else None
         if start is None:

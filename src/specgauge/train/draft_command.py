@@ -41,8 +41,8 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
                      intermediate_size: int | None) -> tuple[int, int]:
     """The draft vocabulary and MLP width a run started from the head ``--init-from`` names trains:
     the head's, but for a ``--draft-vocab-size`` given on the command line (of another size: a new
-    map, built from the regenerated responses); a ``--intermediate-size`` given that differs is a
-    UserError (the MLP is kept)."""
+    map, built from the regenerated responses) and a wider ``--intermediate-size`` given (the MLP
+    widened with the same function); a narrower one is a UserError."""
     import json
 
     config_path = init_from / "config.json"
@@ -57,10 +57,13 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
     def given(name: str) -> bool:
         return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
 
-    if given("intermediate_size") and intermediate_size != shape["intermediate_size"]:
-        raise UserError(f"--intermediate-size {intermediate_size}: the head in {init_from} has "
-                        f"{shape['intermediate_size']}, and --init-from keeps its MLP")
-    return (draft_vocab_size if given("draft_vocab_size") else shape["draft_vocab_size"]), shape["intermediate_size"]
+    width = shape["intermediate_size"]
+    if given("intermediate_size"):
+        if intermediate_size < width:
+            raise UserError(f"--intermediate-size {intermediate_size}: the head in {init_from} has {width}; "
+                            "--init-from can widen its MLP, not narrow it")
+        width = intermediate_size
+    return (draft_vocab_size if given("draft_vocab_size") else shape["draft_vocab_size"]), width
 
 
 @click.command("draft")
@@ -76,7 +79,8 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
 @click.option("--init-from", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Start from this trained head (e.g. the shipped drafter, for a target continued from its "
                    "target): its vocabulary map (unless --draft-vocab-size), aux layers (unless --aux-layers) and MLP "
-                   "width are kept, its attention widened to the target's head_dim.")
+                   "width (unless a wider --intermediate-size) are kept, its attention widened to the target's "
+                   "head_dim.")
 @click.option("--weights", default="code_stdlib=0.5,code_questions=0.5,agentic_tools=0.4,prose_docs=0.1", show_default=True,
               help="Training mix: source=weight, comma separated (sources left out get 0).")
 @click.option("--minutes", type=float, default=None, help="Training-time budget (the cosine decay ends with it).")

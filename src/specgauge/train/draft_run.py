@@ -161,6 +161,8 @@ def export(run: DraftRun, trainer: DraftTrainer, wall_seconds: float) -> Path:
         *([f"- started from the head in `{run.train.init_from}` ("
            + ("its vocabulary map, MLP and norms" if trainer.kept_start_map else
               "its MLP and norms, and its lm_head rows for the tokens of the new vocabulary map it also had")
+           + (f"; its MLP widened from {trainer.widened_mlp_from} to {trainer.head.config.intermediate_size} units "
+              "with the same function" if trainer.widened_mlp_from else "")
            + "; its attention widened to the target's head_dim, docs/train.md)"] if run.train.init_from else []),
         f"- training-time test: {run.train.ttt_steps} unrolled steps, weights {run.train.step_decay}^i, fed-back "
         f"token: {run.train.feed}, soft cross-entropy against the target's distribution over the draft vocabulary", "",

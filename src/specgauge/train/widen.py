@@ -93,6 +93,17 @@ def widen_head_dim(model: LlamaForCausalLM, new_head_dim: int, seed: int = 0) ->
     return wide
 
 
+def widen_mlp(state: dict[str, torch.Tensor], prefix: str, width: int, generator: torch.Generator) -> None:
+    """Widen a SwiGLU MLP in ``state`` to ``width`` hidden units with the same function: the new
+    gate and up rows are small random values (so the new units' activations, and down's gradient
+    for them, are not zero) and down's new columns are zero (so the output is unchanged)."""
+    gate, up, down = (state[prefix + name + ".weight"] for name in ("gate_proj", "up_proj", "down_proj"))
+    extra = width - gate.shape[0]
+    state[prefix + "gate_proj.weight"] = torch.cat([gate, torch.randn(extra, gate.shape[1], generator=generator) * NEW_ROW_STD])
+    state[prefix + "up_proj.weight"] = torch.cat([up, torch.randn(extra, up.shape[1], generator=generator) * NEW_ROW_STD])
+    state[prefix + "down_proj.weight"] = torch.cat([down, torch.zeros(down.shape[0], extra)], dim=1)
+
+
 def warm_start_head(head: Eagle3Head, start: Eagle3Head, seed: int = 0,
                     vocab_map: tuple[torch.Tensor, torch.Tensor] | None = None,
                     fresh_rows: torch.Tensor | None = None) -> None:
@@ -104,7 +115,8 @@ def warm_start_head(head: Eagle3Head, start: Eagle3Head, seed: int = 0,
     With ``vocab_map`` (d2t, t2d of ``head``'s own draft vocabulary, of any size), the lm_head is
     laid out for it instead: a token in both vocabularies keeps ``start``'s row, any other takes
     its row of ``fresh_rows`` (target vocabulary × hidden: the target's output head, as a new
-    head's lm_head starts)."""
+    head's lm_head starts). A ``head`` with a wider MLP gets ``start``'s widened with the same
+    function (:func:`widen_mlp`)."""
     old, new = start.config.head_size, head.config.head_size
     if new < old:
         raise ValueError(f"the head to start from has head_dim {old}, more than the new head's {new}")
@@ -113,6 +125,11 @@ def warm_start_head(head: Eagle3Head, start: Eagle3Head, seed: int = 0,
     if new > old:
         widen_attention(state, "midlayer.self_attn.", start.config.num_attention_heads,
                         start.config.num_key_value_heads, old, new, torch.Generator().manual_seed(seed))
+    old_width, new_width = start.config.intermediate_size, head.config.intermediate_size
+    if new_width < old_width:
+        raise ValueError(f"the head to start from has an MLP of {old_width}, wider than the new head's {new_width}")
+    if new_width > old_width:
+        widen_mlp(state, "midlayer.mlp.", new_width, torch.Generator().manual_seed(seed + 1))
     expected = {name: tuple(value.shape) for name, value in head.state_dict().items()}
     for name, value in state.items():
         if expected.get(name) != tuple(value.shape):
