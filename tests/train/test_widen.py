@@ -79,8 +79,18 @@ def _head(target: LlamaForCausalLM, seed: int = 1):
     return head
 
 
+def _two_steps(target, drafter, tokens):
+    from specgauge.engine.models.eagle3 import target_features
+
+    positions = torch.arange(tokens.shape[1])
+    _, aux = target_features(target, tokens, drafter.config.aux_layers)
+    first = drafter.step(tokens, drafter.fuse(aux), positions)
+    second = drafter.step(tokens, first.features, positions + 1, base=first.kv)
+    return first.logits, second.logits
+
+
 def test_a_widened_head_drafts_what_the_old_one_did_on_the_widened_target():
-    from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, target_features
+    from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head
     from specgauge.train.widen import warm_start_head
 
     model = _model()
@@ -91,14 +101,8 @@ def test_a_widened_head_drafts_what_the_old_one_did_on_the_widened_target():
     warm_start_head(wide_head, head)
     assert wide_head.config.head_size == 32 and torch.equal(wide_head.d2t, head.d2t)
     tokens = torch.randint(0, 600, (2, 30))
-    positions = torch.arange(30)
     with torch.no_grad():
-        outputs = []
-        for target, drafter in ((model, head), (wide, wide_head)):
-            _, aux = target_features(target, tokens, drafter.config.aux_layers)
-            first = drafter.step(tokens, drafter.fuse(aux), positions)
-            second = drafter.step(tokens, first.features, positions + 1, base=first.kv)
-            outputs.append((first.logits, second.logits))
+        outputs = [_two_steps(model, head, tokens), _two_steps(wide, wide_head, tokens)]
     for before, after in zip(*outputs):
         assert torch.allclose(before, after, atol=1e-4 * before.abs().max().item())
 
@@ -136,16 +140,6 @@ def test_a_head_of_another_shape_is_refused():
     narrower = Eagle3Head(Eagle3Config.for_target(wide.config, 64, (0, 1, 1), intermediate_size=24))
     with pytest.raises(ValueError, match="MLP of 40, wider than the new head's 24"):
         warm_start_head(narrower, head)
-
-
-def _two_steps(target, drafter, tokens):
-    from specgauge.engine.models.eagle3 import target_features
-
-    positions = torch.arange(tokens.shape[1])
-    _, aux = target_features(target, tokens, drafter.config.aux_layers)
-    first = drafter.step(tokens, drafter.fuse(aux), positions)
-    second = drafter.step(tokens, first.features, positions + 1, base=first.kv)
-    return first.logits, second.logits
 
 
 def test_a_head_started_with_a_wider_mlp_drafts_what_the_narrow_one_did_and_its_new_units_learn():

@@ -156,8 +156,8 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
         console.print(f"losslessness (temperature 0, text-exact): {lossless.mismatches} of {lossless.compared} "
                       f"outputs differ" + (f"; first at character {lossless.examples[0].first_difference} of "
                                            f"prompt {lossless.examples[0].prompt_index}" if lossless.examples else ""))
-    extra = {"goodput": goodput} if goodput else None
-    document = json.dumps({**result.model_dump(mode="json"), **(extra or {})}, indent=2) + "\n"
+    extra = {"goodput": goodput} if goodput else {}
+    document = json.dumps({**result.model_dump(mode="json"), **extra}, indent=2) + "\n"
     console.print(f"stored as comparison c{result.comparison_id} in {db} "
                   f"(specgauge report c{result.comparison_id} --db {db} regenerates the report)")
     if output_dir:

@@ -142,10 +142,15 @@ def write_arm_results(per_arm: dict[str, list[dict[str, Any]]], paths: dict[str,
             raise UserError(f"cannot write {paths[name]}: {exc.strerror or exc}") from None
 
 
+def _saves_results(options: dict) -> bool:
+    """Whether ``--save-result`` or ``--result-filename`` asks for the per-arm result files."""
+    return bool(options["save_result"] or options["result_filename"])
+
+
 def peer_results(result: CompareResult, options: dict, peer: dict) -> dict[str, list[dict[str, Any]]] | None:
     """Each arm's vLLM-style point results when ``--goodput`` or a result file is asked for, else
     None; ``peer`` is ``compare_result_settings``."""
-    if not (peer["goodput"] or options["save_result"] or options["result_filename"]):
+    if not (peer["goodput"] or _saves_results(options)):
         return None
     with Store.open(options["db"], create=False) as store:
         return arm_results(store, result, peer)
@@ -171,7 +176,7 @@ def emit_peer_results(per_arm: dict[str, list[dict[str, Any]]] | None, goodput: 
     if goodput:
         for line in goodput_lines(goodput["stages"], goodput["slo_ms"]):
             click.echo(line, err=to_stderr)
-    if options["save_result"] or options["result_filename"]:
+    if _saves_results(options):
         paths = result_paths(options["result_filename"], comparison_id)
         write_arm_results(per_arm, paths)
         click.echo(f"wrote {paths['baseline']} and {paths['speculative']} (vLLM-style results per arm)", err=to_stderr)

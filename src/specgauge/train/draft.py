@@ -155,9 +155,12 @@ class DraftState:
     history: list = field(default_factory=list)
 
 
+CHECKPOINT_NAME = "draft_checkpoint.pt"
+
+
 def read_draft_checkpoint(run_dir: Path) -> dict:
     """``run_dir/draft_checkpoint.pt`` as ``save_checkpoint`` wrote it."""
-    return torch.load(Path(run_dir) / "draft_checkpoint.pt", map_location="cpu", weights_only=False)
+    return torch.load(Path(run_dir) / CHECKPOINT_NAME, map_location="cpu", weights_only=False)
 
 
 class DraftTrainer(Trainer):
@@ -228,7 +231,7 @@ class DraftTrainer(Trainer):
     # -- checkpoints ---------------------------------------------------------------------------
     @property
     def checkpoint_path(self) -> Path:
-        return self.run_dir / "draft_checkpoint.pt"
+        return self.run_dir / CHECKPOINT_NAME
 
     def head_state(self) -> dict:
         return {k: v for k, v in self.head.state_dict().items() if k != "embed_tokens.weight"}
