@@ -59,6 +59,16 @@ def test_compare_random_dataset_goodput_and_result_files(tmp_path):
                                                                                                    "tpot": 400.0}
             assert "p50_ttft_ms" in point and "p99_itl_ms" in point
         assert sum(p["completed"] for p in points) == 4 + 8 + 8
+    # the goodput is part of the stored result: `report c1` writes and prints the same figures
+    again = subprocess.run([sys.executable, "-m", "specgauge", "report", "c1", "--db", str(tmp_path / "c.db"),
+                            "--output-dir", str(tmp_path / "again")], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "again" / "verdict.json").read_text())["goodput"] == goodput
+    assert "goodput [ttft:500 tpot:400]" in again.stdout
+    assert all(f"{row['stage']}: baseline {row['baseline']['request_goodput']:.2f} of" in again.stdout
+               for row in goodput["stages"])
+    html = (tmp_path / "again" / "report.html").read_text()
+    assert "Goodput [ttft:500 tpot:400]" in html and html.count("goodput ratio") == 1
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -294,7 +294,8 @@ async def test_a_comparison_whose_arm_dies_fails_reports_what_it_measured_and_re
     try:
         with Store.open(tmp_path / "c.db") as store:
             plan = url_plan(baseline.url, speculative.url, api="openai-chat", domains=("coding",),
-                            concurrency=(1, 2), num_requests_single=6, num_requests_sweep=8, warmup=0)
+                            concurrency=(1, 2), num_requests_single=6, num_requests_sweep=8, warmup=0,
+                            goodput={"e2el": 60000.0})
             with pytest.raises(ComparisonStopped, match="stopped answering") as stopped:
                 await run_comparison(plan, store, killer)
             comparison_id = stopped.value.comparison_id
@@ -306,6 +307,8 @@ async def test_a_comparison_whose_arm_dies_fails_reports_what_it_measured_and_re
             (incomplete,) = [w["message"] for w in partial["health"] if w["code"] == "incomplete"]
             assert f"'specgauge compare --resume c{comparison_id} --db {store.path}' finishes it" in incomplete
             runs_before = store.comparison_runs(comparison_id)
+            assert [row["stage"] for row in partial["goodput"]["stages"]] == ["single:coding"]
+            assert ComparePlan.model_validate(row.plan).goodput == {"e2el": 60000.0}   # what --resume reads
 
             with ScriptedServer(script, port=speculative.port):   # the arm is back on the same address
                 result = await run_comparison(plan, store, resume_id=comparison_id)
@@ -324,6 +327,9 @@ async def test_a_comparison_whose_arm_dies_fails_reports_what_it_measured_and_re
             speculative.__exit__(None, None, None)
     assert [p.concurrency for p in result.sweep] == [1, 2] and len(result.single_stream) == 1
     assert not any(w.code == "incomplete" for w in result.health)
+    assert result.goodput.slo_ms == {"e2el": 60000.0}   # the resumed result has every stage's goodput
+    assert [row.stage for row in result.goodput.stages] == ["single:coding", "sweep:c=1", "sweep:c=2"]
+    assert all(row.baseline.request_goodput == row.baseline.request_throughput for row in result.goodput.stages)
     line = str(stopped.value.with_resume(f"specgauge compare --resume c{comparison_id} --db x.db"))
     assert line.startswith(f"comparison c{comparison_id} stopped: run ") and \
         line.endswith(f"finish it with: specgauge compare --resume c{comparison_id} --db x.db")

@@ -259,6 +259,28 @@ class StageRuns(_Frozen):
     speculative_run_ids: tuple[int, ...]
 
 
+class ArmGoodput(_Frozen):
+    """One arm's requests per second at one stage, rounds pooled (Σ figure × window / Σ window)."""
+
+    request_throughput: float | None   # completed requests/s
+    request_goodput: float | None      # requests/s meeting every SLO
+
+
+class GoodputStage(_Frozen):
+    stage: str
+    baseline: ArmGoodput
+    speculative: ArmGoodput
+    goodput_ratio: float | None        # speculative / baseline goodput (None: the baseline's is 0); no interval
+
+
+class Goodput(_Frozen):
+    """``compare --goodput``: the SLOs given (ms per metric: ttft, tpot, e2el) and each stage's
+    goodput per arm, as vLLM ``bench serve`` counts it (a successful request meeting every SLO)."""
+
+    slo_ms: dict[str, float]
+    stages: tuple[GoodputStage, ...]
+
+
 class CompareSettings(_Frozen):
     api: str
     domains: tuple[str, ...]
@@ -300,6 +322,7 @@ class CompareResult(_Frozen):
     tokens_per_chunk: dict[str, tuple[HistogramBin, ...]]      # per arm name
     acceptance_by_position: tuple[PositionBin, ...]            # the speculative arm
     acceptance_by_domain: dict[str, float | None]              # speculative arm, single stream
+    goodput: Goodput | None = None                             # with --goodput (stored, so report keeps it)
 
     def arm(self, name: str) -> ArmDescription:
         """The arm called ``name`` (``baseline`` or ``speculative``)."""

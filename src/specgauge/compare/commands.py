@@ -123,10 +123,9 @@ def _check_outputs(output_json: str | None, output_dir: str | None) -> None:
             raise UserError(f"--output-dir {output_dir}: {exc.strerror or exc}") from None
 
 
-def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr: bool, db: str,
-          goodput: dict | None = None) -> None:
-    """Print the verdict table, warnings and losslessness; write verdict.json (with ``goodput``,
-    the per-stage goodput of ``--goodput``, when given) and the report."""
+def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr: bool, db: str) -> None:
+    """Print the verdict table, warnings, losslessness and goodput (``--goodput``); write
+    verdict.json and the report."""
     import json
 
     from rich.console import Console
@@ -140,6 +139,7 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
     console.print(verdict_renderable(report))
     for warning in result.health:
         console.print(f"warning: {warning.message}", style="yellow")
+    from specgauge.report.report_text import goodput_lines
     from specgauge.report.terminal import comparison_notes
     from specgauge.store import Store
 
@@ -156,12 +156,13 @@ def _emit(result, *, output_json: str | None, output_dir: str | None, to_stderr:
         console.print(f"losslessness (temperature 0, text-exact): {lossless.mismatches} of {lossless.compared} "
                       f"outputs differ" + (f"; first at character {lossless.examples[0].first_difference} of "
                                            f"prompt {lossless.examples[0].prompt_index}" if lossless.examples else ""))
-    extra = {"goodput": goodput} if goodput else {}
-    document = json.dumps({**result.model_dump(mode="json"), **extra}, indent=2) + "\n"
+    for line in goodput_lines(result.goodput):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    document = json.dumps(result.model_dump(mode="json"), indent=2) + "\n"
     console.print(f"stored as comparison c{result.comparison_id} in {db} "
                   f"(specgauge report c{result.comparison_id} --db {db} regenerates the report)")
     if output_dir:
-        files = write_report(result, Path(output_dir), verdict_extra=extra)
+        files = write_report(result, Path(output_dir))
         console.print(f"wrote {files.html} and {files.json}")
     if output_json:
         _write_text(output_json, document)
@@ -245,6 +246,7 @@ def compare_command(**options) -> None:
     from specgauge.compare.plan import ComparePlan
     from specgauge.suites.registry import load_suite
 
+    peer = compare_result_settings(options)
     try:
         plan = ComparePlan(
             baseline=baseline, speculative=speculative, domains=_names(options["domains"]),
@@ -254,10 +256,10 @@ def compare_command(**options) -> None:
             warmup=options["warmup"], rounds=options["rounds"],
             model=None if profile_arms is not None else options["model"],   # served names: auto-detected
             tokenizer=options["tokenizer"], label=options["label"],
-            bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key)
+            bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"], api_key=api_key,
+            goodput=peer["goodput"])
     except ValidationError as exc:
         raise _one_line_validation_error(exc) from None
-    peer = compare_result_settings(options)
     if options["dataset_name"]:   # one suite file: every stage, both arms, every round
         from specgauge.compare.peer_flags import dataset_suite_file
 
@@ -282,13 +284,11 @@ def compare_command(**options) -> None:
     result = _run_compare(plan, options["db"], options["verify"], placement=placement_from(options))
     if options["verify"]:
         _say_if_nothing_verified(result)
-    from specgauge.compare.peer_flags import emit_peer_results, goodput_document, peer_results
+    from specgauge.compare.peer_flags import emit_result_files
 
-    per_arm = peer_results(result, options, peer)
-    goodput = goodput_document(per_arm, peer["goodput"])
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
-          to_stderr=options["output_json"] == "-", db=options["db"], goodput=goodput)
-    emit_peer_results(per_arm, goodput, options, result.comparison_id)
+          to_stderr=options["output_json"] == "-", db=options["db"])
+    emit_result_files(result, options, peer)
 
 
 def _resume(options: dict, api_key: str | None) -> None:

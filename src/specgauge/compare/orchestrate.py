@@ -23,6 +23,7 @@ from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
 from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning, StageRuns,
                                         SuiteInfo)
+from specgauge.compare.peer_flags import goodput_of
 from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
 from specgauge.compare.speculation_setup import speculation_setup
 from specgauge.errors import UserError
@@ -352,9 +353,12 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
         num_requests_single=plan.num_requests_single, num_requests_sweep=plan.num_requests_sweep,
         max_tokens=plan.max_tokens, seed=plan.seed, temperature=plan.temperature, warmup=plan.warmup,
         rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples)
-    return build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
-                        comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
-                        vllm_base_config=vllm_config)
+    result = build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
+                          comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
+                          vllm_base_config=vllm_config)
+    if not plan.goodput:
+        return result
+    return result.model_copy(update={"goodput": goodput_of(store, result, plan.goodput)})
 
 
 def result_of_comparison(store: Store, comparison_id: int) -> CompareResult:

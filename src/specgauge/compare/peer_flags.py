@@ -1,6 +1,7 @@
 """``compare``'s side of the peer flags (vLLM ``bench serve`` / SGLang ``bench_serving`` names,
 load/peer_flags.py): the dataset written once as the suite of every stage and both arms, and per
-arm the vLLM-style results of every point (goodput, chosen percentiles, ``--save-result`` files).
+arm the vLLM-style results of every point (chosen percentiles, ``--save-result`` files) and the
+result's per-stage goodput (``--goodput``).
 """
 
 from __future__ import annotations
@@ -9,8 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from specgauge.analysis.definitions import GOODPUT_METRICS
-from specgauge.analysis.results import CompareResult
+from specgauge.analysis.results import ArmGoodput, CompareResult, Goodput, GoodputStage
 from specgauge.errors import UserError
 from specgauge.load.bench_config import BenchConfig
 from specgauge.report.peer_result import point_result, write_results
@@ -87,36 +87,25 @@ def _pooled(results: list[dict[str, Any]], key: str) -> float | None:
     return sum(v * d for v, d in pairs) / total if total else None
 
 
-def goodput_rows(per_arm: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def goodput_rows(per_arm: dict[str, list[dict[str, Any]]]) -> tuple[GoodputStage, ...]:
     """Per stage: each arm's request throughput and goodput (req/s, rounds pooled) and the paired
     goodput ratio speculative / baseline (None when the baseline's goodput is 0)."""
     stages = list(dict.fromkeys(r["specgauge"]["stage"] for results in per_arm.values() for r in results))
     rows = []
     for stage in stages:
-        row: dict[str, Any] = {"stage": stage}
+        arms = {}
         for name in ARM_NAMES:
             mine = [r for r in per_arm[name] if r["specgauge"]["stage"] == stage]
-            row[name] = {"request_throughput": _pooled(mine, "request_throughput"),
-                         "request_goodput": _pooled(mine, "request_goodput")}
-        base, spec = row["baseline"]["request_goodput"], row["speculative"]["request_goodput"]
-        row["goodput_ratio"] = spec / base if base and spec is not None else None
-        rows.append(row)
-    return rows
+            arms[name] = ArmGoodput(request_throughput=_pooled(mine, "request_throughput"),
+                                    request_goodput=_pooled(mine, "request_goodput"))
+        base, spec = arms["baseline"].request_goodput, arms["speculative"].request_goodput
+        rows.append(GoodputStage(stage=stage, **arms, goodput_ratio=spec / base if base and spec is not None else None))
+    return tuple(rows)
 
 
-def goodput_lines(rows: list[dict[str, Any]], slos: dict[str, float]) -> list[str]:
-    """The terminal lines: per stage, each arm's goodput beside its throughput, and the ratio."""
-    def shown(value):
-        return "-" if value is None else f"{value:.2f}"
-
-    given = " ".join(f"{k}:{slos[k]:g}" for k in GOODPUT_METRICS if k in slos)
-    lines = [f"goodput [{given}] (req/s meeting every SLO, of req/s completed):"]
-    for row in rows:
-        arms = ", ".join(f"{name} {shown(row[name]['request_goodput'])} of {shown(row[name]['request_throughput'])}"
-                         for name in ARM_NAMES)
-        ratio = "-" if row["goodput_ratio"] is None else f"{row['goodput_ratio']:.2f}x"
-        lines.append(f"  {row['stage']}: {arms}; goodput ratio {ratio}")
-    return lines
+def goodput_of(store: Store, result: CompareResult, slos: dict[str, float]) -> Goodput:
+    """The result's ``goodput``: each stage's goodput per arm at the SLOs ``slos`` (``--goodput``)."""
+    return Goodput(slo_ms=dict(slos), stages=goodput_rows(arm_results(store, result, {"goodput": slos})))
 
 
 def result_paths(result_filename: str | None, comparison_id: int | None) -> dict[str, Path]:
@@ -147,36 +136,16 @@ def _saves_results(options: dict) -> bool:
     return bool(options["save_result"] or options["result_filename"])
 
 
-def peer_results(result: CompareResult, options: dict, peer: dict) -> dict[str, list[dict[str, Any]]] | None:
-    """Each arm's vLLM-style point results when ``--goodput`` or a result file is asked for, else
-    None; ``peer`` is ``compare_result_settings``."""
-    if not (peer["goodput"] or _saves_results(options)):
-        return None
-    with Store.open(options["db"], create=False) as store:
-        return arm_results(store, result, peer)
-
-
-def goodput_document(per_arm: dict[str, list[dict[str, Any]]] | None, slos: dict[str, float]) -> dict | None:
-    """verdict.json's ``goodput``: the SLOs given and each stage's row (``goodput_rows``); None
-    without ``--goodput``."""
-    if not slos or per_arm is None:
-        return None
-    return {"slo_ms": dict(slos), "stages": goodput_rows(per_arm)}
-
-
-def emit_peer_results(per_arm: dict[str, list[dict[str, Any]]] | None, goodput: dict | None, options: dict,
-                      comparison_id: int | None) -> None:
-    """After the verdict: each arm's goodput per stage (``--goodput``) and its vLLM-style result
-    file (``--save-result``/``--result-filename``)."""
+def emit_result_files(result: CompareResult, options: dict, peer: dict) -> None:
+    """After the verdict, when ``--save-result``/``--result-filename`` asks: each arm's vLLM-style
+    point results, with ``peer`` (``compare_result_settings``) applied, in one file per arm."""
     import click
 
-    if per_arm is None:
+    if not _saves_results(options):
         return
-    to_stderr = options["output_json"] == "-"
-    if goodput:
-        for line in goodput_lines(goodput["stages"], goodput["slo_ms"]):
-            click.echo(line, err=to_stderr)
-    if _saves_results(options):
-        paths = result_paths(options["result_filename"], comparison_id)
-        write_arm_results(per_arm, paths)
-        click.echo(f"wrote {paths['baseline']} and {paths['speculative']} (vLLM-style results per arm)", err=to_stderr)
+    with Store.open(options["db"], create=False) as store:
+        per_arm = arm_results(store, result, peer)
+    paths = result_paths(options["result_filename"], result.comparison_id)
+    write_arm_results(per_arm, paths)
+    click.echo(f"wrote {paths['baseline']} and {paths['speculative']} (vLLM-style results per arm)",
+               err=options["output_json"] == "-")

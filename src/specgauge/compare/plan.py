@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specgauge.compare.arms import ArmSpec
-from specgauge.load.bench_config import BenchConfig
+from specgauge.load.bench_config import BenchConfig, check_slos
 
 SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
 SINGLE_PREFIX = "single:"
@@ -76,6 +76,7 @@ class ComparePlan(BaseModel):
     label: str = "speculation"
     ignore_eos: bool = False         # both arms generate every max_tokens token
     raw_chat_format: bool = False    # allow plain "User: ..." text when a raw-text API has no chat template
+    goodput: dict[str, float] = Field(default_factory=dict)   # --goodput SLOs, ms per metric: the result's goodput
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
     api_key: str | None = Field(default=None, exclude=True)
@@ -89,6 +90,11 @@ class ComparePlan(BaseModel):
                      for arm in (data.get("baseline"), data.get("speculative"))]
             data = {**data, "rounds": LAUNCHED_ROUNDS if "command" in kinds else 1}
         return data
+
+    @field_validator("goodput")
+    @classmethod
+    def _known_slos(cls, slos: dict[str, float]) -> dict[str, float]:
+        return check_slos(slos)
 
     @field_validator("concurrency")
     @classmethod

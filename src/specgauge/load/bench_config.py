@@ -23,6 +23,16 @@ REDACTED = "<redacted>"
 DEFAULT_OPEN_LOOP_REQUESTS = 64
 
 
+def check_slos(slos: dict[str, float]) -> dict[str, float]:
+    """Goodput SLOs (ms per metric, ``GOODPUT_METRICS``): known names, finite values >= 0; else ValueError."""
+    for name, value in slos.items():
+        if name not in GOODPUT_METRICS:
+            raise ValueError(f"unknown goodput metric {name!r} (one of: {', '.join(GOODPUT_METRICS)})")
+        if not (value >= 0 and math.isfinite(value)):
+            raise ValueError(f"goodput {name} must be a number of ms >= 0 (got {value})")
+    return slos
+
+
 class PreparedWorkload(BaseModel):
     """What specgauge did to the workload before sending it, stored with the run config (so a
     resumed run sends the same thing, and every report can say it): the server's context and the
@@ -116,12 +126,7 @@ class BenchConfig(BaseModel):
     @field_validator("goodput")
     @classmethod
     def _known_slos(cls, slos: dict[str, float]) -> dict[str, float]:
-        for name, value in slos.items():
-            if name not in GOODPUT_METRICS:
-                raise ValueError(f"unknown goodput metric {name!r} (one of: {', '.join(GOODPUT_METRICS)})")
-            if not (value >= 0 and math.isfinite(value)):
-                raise ValueError(f"goodput {name} must be a number of ms >= 0 (got {value})")
-        return slos
+        return check_slos(slos)
 
     @field_validator("percentile_metrics")
     @classmethod

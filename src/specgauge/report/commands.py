@@ -80,6 +80,7 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     from rich.console import Console
 
     from specgauge.report.html import render_html, write_report
+    from specgauge.report.report_text import goodput_lines
     from specgauge.report.terminal import run_table
     from specgauge.report.verdict_table import verdict_renderable
     from specgauge.store import Store
@@ -100,6 +101,8 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     if run_view is not None:
         console.print(run_table(*run_view))
     console.print(verdict_renderable(data))
+    for line in goodput_lines(data.comparison.goodput if data.comparison is not None else None):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     if html_path and not output_dir:
         written = [render_html(data, html_path)]
     else:

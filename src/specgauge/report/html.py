@@ -17,8 +17,8 @@ from specgauge.errors import UserError
 from specgauge.report.formatting import number, ratio_outcome, ratio_with_ci
 from specgauge.report.plots import Plot, arm_colour, build_plots, plot_svg, save_png
 from specgauge.report.report_data import ArmData, ReportData, report_from_compare
-from specgauge.report.report_text import (DEFINITIONS_SOURCE, crossover_sentence, headline, metric_definitions,
-                                          recommendation_lines)
+from specgauge.report.report_text import (DEFINITIONS_SOURCE, crossover_sentence, goodput_slos, headline,
+                                          metric_definitions, recommendation_lines)
 
 if TYPE_CHECKING:
     from specgauge.analysis.results import CompareResult
@@ -182,7 +182,26 @@ def _summary_section(data: ReportData) -> str:
             'below 1. For TPOT and TTFT a ratio below 1 is the better one.</p>')
     return _section("summary", "Summary",
                     f"<h3>Single stream, per domain</h3>{single}<h3>Concurrency sweep (aggregate output tok/s)"
-                    f"</h3>{sweep}{crossover}{note}")
+                    f"</h3>{sweep}{crossover}{note}{_goodput_table(data)}")
+
+
+def _goodput_table(data: ReportData) -> str:
+    """``--goodput``: per stage, each arm's requests/s meeting every SLO of those completed, and the ratio."""
+    goodput = data.comparison.goodput if data.comparison is not None else None
+    if goodput is None:
+        return ""
+
+    def arm_cell(arm) -> str:
+        return f"{number(arm.request_goodput, '.2f')} of {number(arm.request_throughput, '.2f')}"
+
+    rows = ([escape(row.stage), arm_cell(row.baseline), arm_cell(row.speculative), number(row.goodput_ratio, ".2f")]
+            for row in goodput.stages)
+    headers = ["stage", _arm_heading(data.baseline, "req/s in SLO"), _arm_heading(data.speculative, "req/s in SLO"),
+               "goodput ratio"]
+    table = _table(headers, rows, align="l", css_class="goodput")
+    return (f"<h3>Goodput [{escape(goodput_slos(goodput))}]</h3>{table}"
+            '<p class="note">Requests per second meeting every SLO, of those completed (rounds pooled); the '
+            'ratio is speculative / baseline and has no interval.</p>')
 
 
 def _one_arm_table(arm: ArmData) -> str:
@@ -394,13 +413,11 @@ def sweep_rows(data: ReportData) -> list[dict[str, Any]]:
 
 
 def write_report(source: "ReportData | CompareResult", output_dir: str | Path, *,
-                 html_path: str | Path | None = None, run_document: dict | None = None,
-                 verdict_extra: dict | None = None) -> ReportFiles:
+                 html_path: str | Path | None = None, run_document: dict | None = None) -> ReportFiles:
     """Write the HTML report, ``plots/*.png``, the JSON and ``sweep.csv`` into ``output_dir``.
 
-    The JSON is ``verdict.json`` (``CompareResult.model_dump(mode="json")`` and the keys of
-    ``verdict_extra``, e.g. compare's ``goodput``) for a comparison, and ``run.json``
-    (``run_document``, the bench JSON contract) for one bench run.
+    The JSON is ``verdict.json`` (``CompareResult.model_dump(mode="json")``) for a comparison, and
+    ``run.json`` (``run_document``, the bench JSON contract) for one bench run.
     """
     from specgauge.report.export import to_csv
 
@@ -411,7 +428,7 @@ def write_report(source: "ReportData | CompareResult", output_dir: str | Path, *
     plot_dir = _make_dir(directory / "plots")
     pngs = tuple(save_png(plot, plot_dir / f"{plot.name}.png") for plot in plots)
     if data.comparison is not None:
-        document: Any = {**data.comparison.model_dump(mode="json"), **(verdict_extra or {})}
+        document: Any = data.comparison.model_dump(mode="json")
         json_path = directory / "verdict.json"
     else:
         document = run_document if run_document is not None else {"run_ids": list(data.run_ids)}

@@ -1,10 +1,12 @@
-"""The report's sentences: headline, crossover, definitions (shared by the terminal and HTML)."""
+"""The report's sentences: headline, crossover, goodput, definitions (shared by the terminal and HTML)."""
 
 from __future__ import annotations
 
 import re
 
 from specgauge.analysis import definitions
+from specgauge.analysis.definitions import GOODPUT_METRICS
+from specgauge.analysis.results import Goodput
 from specgauge.report.formatting import number
 from specgauge.report.report_data import ReportData
 
@@ -79,4 +81,27 @@ def headline(data: ReportData) -> list[str]:
         low, high = f"{min(accept):.2f}", f"{max(accept):.2f}"
         span = low if low == high else f"{low}–{high}"
         lines.append(f"Acceptance length {span} tokens per verify step (incl. the bonus token).")
+    return lines
+
+
+def goodput_slos(goodput: Goodput) -> str:
+    """The SLOs as given on the command line: ``ttft:500 tpot:400``."""
+    return " ".join(f"{k}:{goodput.slo_ms[k]:g}" for k in GOODPUT_METRICS if k in goodput.slo_ms)
+
+
+def goodput_lines(goodput: Goodput | None) -> list[str]:
+    """Per stage, each arm's goodput beside its completed requests/s, and the ratio (none without
+    ``--goodput``)."""
+    if goodput is None:
+        return []
+
+    def shown(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    lines = [f"goodput [{goodput_slos(goodput)}] (req/s meeting every SLO, of req/s completed):"]
+    for row in goodput.stages:
+        arms = ", ".join(f"{name} {shown(arm.request_goodput)} of {shown(arm.request_throughput)}"
+                         for name, arm in (("baseline", row.baseline), ("speculative", row.speculative)))
+        ratio = "-" if row.goodput_ratio is None else f"{row.goodput_ratio:.2f}x"
+        lines.append(f"  {row.stage}: {arms}; goodput ratio {ratio}")
     return lines
