@@ -54,6 +54,8 @@ def test_target_cli_trains_and_exports(tiny_corpus, tmp_path):
 def test_target_bad_sources_and_continuation(tiny_corpus, tmp_path):
     common = ("target", "--corpus", str(tiny_corpus["dir"]), "--tokenizer", str(tiny_corpus["tokenizer_dir"]), "--run-dir", str(tmp_path))
     _one_line_error(run_cli(*common, "--sources", "code_stdlib,novels"), "--sources", "novels")
+    _one_line_error(run_cli(*common, "--seq-len", "64", "--unlikelihood", "1", "--ul-prefix", "60", "--ul-tokens", "8"),
+                    "--ul-prefix/--ul-tokens: ul_prefix + ul_tokens (60 + 8) must fit seq_len 64")
     _one_line_error(run_cli(*common, "--head-dim", "64"), "--head-dim", "--init-from")
     _one_line_error(run_cli(*common, "--init-from", str(tmp_path / "nowhere")), "--init-from", "config.json")
     # the shipped target has a 4,096-token vocabulary, the tiny corpus's tokenizer 600

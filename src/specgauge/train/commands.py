@@ -113,7 +113,7 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
 
     from specgauge.train.corpus import TARGET_SOURCES
     from specgauge.train.progress import run_with_progress
-    from specgauge.train.target import ModelShape, TrainConfig
+    from specgauge.train.target import ConfigError, ModelShape, TrainConfig
 
     if hidden_size % heads or heads % kv_heads:
         raise UserError("--hidden-size must be divisible by --heads, and --heads by --kv-heads")
@@ -128,9 +128,8 @@ def target_command(corpus_dir: Path, tokenizer_dir: Path, run_dir: Path, output:
                              eval_every=eval_every, eval_windows=eval_windows, sources=chosen, init_from=str(init_from) if init_from else None,
                              weights=parse_weights(weights, chosen), unlikelihood=unlikelihood, ul_batch=ul_batch,
                              ul_prefix=ul_prefix, ul_tokens=ul_tokens)
-    except ValueError as exc:
-        flag = "--sources: " if "sources" in str(exc) else "--ul-prefix/--ul-tokens: " if str(exc).startswith("ul_prefix") else ""
-        raise UserError(f"{flag}{exc}") from None
+    except ConfigError as exc:
+        raise UserError(f"{exc.flags()}: {exc}") from None
     if head_dim is not None and init_from is None:
         raise UserError("--head-dim: only with --init-from (a fresh target's head_dim is --hidden-size / --heads)")
     if init_from is not None:

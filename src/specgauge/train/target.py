@@ -65,6 +65,19 @@ class ModelShape:
         )
 
 
+class ConfigError(ValueError):
+    """A training setting out of range; ``fields`` names the settings (their CLI flags are the names
+    with dashes: ``ul_prefix`` → ``--ul-prefix``)."""
+
+    def __init__(self, fields: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+    def flags(self) -> str:
+        """``--ul-prefix/--ul-tokens``: the command-line flags of ``fields``."""
+        return "/".join("--" + name.replace("_", "-") for name in self.fields)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Optimisation settings; validated here, at the edge."""
@@ -98,20 +111,21 @@ class TrainConfig:
         object.__setattr__(self, "sources", tuple(self.sources))
         unknown = [s for s in self.sources if s not in SOURCES]
         if unknown or not self.sources:
-            raise ValueError(f"{'unknown ' + ', '.join(unknown) if unknown else 'none given'}: sources must be "
+            raise ConfigError(("sources",), f"{'unknown ' + ', '.join(unknown) if unknown else 'none given'}: sources must be "
                              f"a non-empty subset of {', '.join(SOURCES)}")
         if self.loss_on not in ("all", "response"):
-            raise ValueError("loss_on must be 'all' or 'response'")
+            raise ConfigError(("loss_on",), "loss_on must be 'all' or 'response'")
         if self.unlikelihood < 0:
-            raise ValueError("unlikelihood must be >= 0")
+            raise ConfigError(("unlikelihood",), "unlikelihood must be >= 0")
         if self.unlikelihood and self.ul_prefix + self.ul_tokens > self.seq_len:
-            raise ValueError(f"ul_prefix + ul_tokens ({self.ul_prefix} + {self.ul_tokens}) must fit seq_len {self.seq_len}, "
+            raise ConfigError(("ul_prefix", "ul_tokens"), f"ul_prefix + ul_tokens ({self.ul_prefix} + {self.ul_tokens}) must fit "
+                              f"seq_len {self.seq_len}, "
                              "the positions the model is trained at")
         for name in ("seq_len", "batch_size", "max_steps", "eval_every", "ul_batch", "ul_prefix", "ul_tokens"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
+                raise ConfigError((name,), f"{name} must be positive")
         if self.minutes is not None and self.minutes <= 0:
-            raise ValueError("minutes must be positive")
+            raise ConfigError(("minutes",), "minutes must be positive")
 
 
 def lr_at(step: int, progress: float, config: TrainConfig) -> float:
