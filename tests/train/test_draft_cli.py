@@ -126,12 +126,15 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     warm_training = (tmp_path / "warm_head" / "TRAINING.md").read_text()
     assert f"started from the head in `{head_dir}`" in warm_training and "--aux-layers 0,2,3" in warm_training
     assert "(inputs of target layers) [0, 2, 3]" in warm_training
-    # resumed without the flag, the run keeps reading the layers its checkpoint's head reads
-    # (its MLP width, unlike its aux layers, is the flag's: the same as the run that wrote it)
-    resumed_warm = run_cli(*warm, "--max-steps", "2", "--resume", "--intermediate-size", str(mlp_width),
-                           "--output", str(tmp_path / "warm_head"))
+    # resumed without those flags, the run keeps its checkpoint head's layers and MLP width
+    resumed_warm = run_cli(*warm, "--max-steps", "2", "--resume", "--output", str(tmp_path / "warm_head"))
     assert resumed_warm.returncode == 0, resumed_warm.stderr[-2000:]
     assert "aux layers (0, 2, 3)" in resumed_warm.stdout and "resumed at step 1" in resumed_warm.stdout
+    assert load_eagle3(tmp_path / "warm_head", load_model(tiny_target)).config.intermediate_size == mlp_width
+    # ... and a width given that is not the checkpoint's is refused in one line naming both
+    other = run_cli(*warm, "--max-steps", "3", "--resume", "--intermediate-size", str(mlp_width + 8), timeout=120)
+    assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1, other.stderr[-2000:]
+    assert f"intermediate_size {mlp_width} there, {mlp_width + 8} here" in other.stderr
     # A --draft-vocab-size given asks for a new map of that size, built from the responses.
     wider = [*common[:4], "--run-dir", str(tmp_path / "wider"), *common[6:-5], "--threads", "1", "--fp32"]
     shutil.copytree(tmp_path / "run" / "regenerated", tmp_path / "wider" / "regenerated")

@@ -97,7 +97,8 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
                    "--init-from, given and not the head's size: a new map of this size, the head's lm_head rows kept "
                    "for tokens in both.")
 @click.option("--intermediate-size", type=click.IntRange(min=1), default=None,
-              help="The head's MLP width (default: the target's). A narrower head drafts faster.")
+              help="The head's MLP width (default: the target's; with --resume, the checkpoint's). A narrower "
+                   "head drafts faster.")
 @click.option("--aux-layers", default=None, metavar="I,J,K",
               help="The three target layers whose inputs feed the head (vLLM's eagle_aux_hidden_state_layer_ids); "
                    "default: the --init-from head's, else SGLang's default for the target's depth.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -76,6 +76,14 @@ def head_aux_layers(run: DraftRun, start, saved: dict | None) -> tuple[int, ...]
     return start.config.aux_layers if start is not None else None
 
 
+def resumed_config(train: DraftTrainConfig, saved: dict | None) -> DraftTrainConfig:
+    """Resuming (``saved``: the checkpoint) with no MLP width given: the checkpoint head's width, as
+    its aux layers are kept (``head_aux_layers``); a fresh run's default is the target's width."""
+    if saved is None or train.intermediate_size is not None:
+        return train
+    return replace(train, intermediate_size=int(saved["head_config"]["intermediate_size"]))
+
+
 def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrainer:
     """Train (resuming if asked) with a progress bar and per-source validation prints."""
     from specgauge.engine.models.llama import load_model
@@ -91,9 +99,10 @@ def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrain
         start = load_eagle3(run.train.init_from, target)
     from specgauge.train.draft import read_draft_checkpoint
 
-    saved = read_draft_checkpoint(run.run_dir) if run.resume else None   # read once: aux layers, then the state
+    saved = read_draft_checkpoint(run.run_dir) if run.resume else None   # read once: its shape, then the state
     trainer = DraftTrainer(target, load_regenerated(regenerated, SOURCES, "train", limit),
-                           load_regenerated(regenerated, SOURCES, "validation", limit), run.run_dir, run.train,
+                           load_regenerated(regenerated, SOURCES, "validation", limit), run.run_dir,
+                           resumed_config(run.train, saved),
                            aux_layers=head_aux_layers(run, start, saved),
                            eos_ids=tuple(special["eos_token_id"]), pad_id=special["pad_token_id"], start=start)
     if saved is not None:
