@@ -104,3 +104,28 @@ def test_compare_custom_dataset_is_the_prompts_of_every_stage(tmp_path):
     assert seen[0] == seen[1] and set(seen[0]) <= {f"Question {i}: name a prime." for i in range(6)}
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert {s["suite"]["name"] for s in verdict["stages"]} == {"custom-mine"}
+
+
+def test_compare_resume_finishes_with_the_stored_slos_and_writes_the_result_files(tmp_path):
+    from specgauge.compare.plan import ArmConfig, ComparePlan
+    from specgauge.store import Store
+
+    with ScriptedServer(FAST) as baseline, ScriptedServer(FAST) as speculative:
+        plan = ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value=baseline.url),
+                           speculative=ArmConfig(name="speculative", kind="url", value=speculative.url),
+                           domains=("coding",), concurrency=(2,), num_requests_single=3, num_requests_sweep=4,
+                           warmup=0, bootstrap_resamples=200, goodput={"e2el": 60000.0})
+        with Store.open(tmp_path / "c.db") as store:   # a comparison that stopped before measuring anything
+            comparison_id = store.create_comparison(plan.model_dump(mode="json"))
+        done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--resume", f"c{comparison_id}",
+                               "--result-filename", str(tmp_path / "run.json"), "--metric-percentiles", "50",
+                               "--output-json", str(tmp_path / "v.json"), "--db", str(tmp_path / "c.db")],
+                              capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["goodput"]["slo_ms"] == {"e2el": 60000.0} and "goodput [e2el:60000]" in done.stdout
+    for name in ("baseline", "speculative"):
+        points = json.loads((tmp_path / f"run-{name}.json").read_text())
+        assert [p["specgauge"]["stage"] for p in points] == ["single:coding", "sweep:c=2"]
+        assert all(p["specgauge"]["goodput_slo_ms"] == {"e2el": 60000.0} and "p50_ttft_ms" in p for p in points)
+        assert all(p["request_goodput"] == p["request_throughput"] for p in points)   # 60 s: every request

@@ -301,12 +301,17 @@ def _resume(options: dict, api_key: str | None) -> None:
     if options["verify"]:
         _check_verify(plan.speculative)
     _check_outputs(options["output_json"], options["output_dir"])
+    from specgauge.compare.peer_flags import check_result_paths, emit_result_files
+
+    peer = {**compare_result_settings(options), "goodput": plan.goodput}   # the result files' percentiles
+    check_result_paths(options["result_filename"])
     result = _run_compare(plan, options["db"], options["verify"], resume_id=comparison_id,
                           placement=placement_from(options))
     if options["verify"]:
         _say_if_nothing_verified(result)
     _emit(result, output_json=options["output_json"], output_dir=options["output_dir"],
           to_stderr=options["output_json"] == "-", db=options["db"])
+    emit_result_files(result, options, peer)
 
 
 def _check_verify(speculative) -> None:

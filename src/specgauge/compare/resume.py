@@ -1,7 +1,8 @@
 """``compare --resume CID``: finish a comparison that stopped (server down, full store, Ctrl-C).
 
-The plan comes from the store; only where to write the results, the secrets and ``--verify`` (re-run
-the finished sweep with the threshold applied) may be given again.
+The plan comes from the store (with its goodput SLOs); only where to write the results (and each arm's
+vLLM-style result file), the secrets, where the load runs and ``--verify`` (re-run the finished sweep
+with the threshold applied) may be given again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from specgauge.errors import UserError
 
 # Options a resumed comparison may take; every other one is part of the stored plan.
 RESUME_OPTIONS = frozenset({"resume", "db", "api_key", "output_json", "output_dir", "verify",
+                            "save_result", "result_filename", "percentile_metrics", "metric_percentiles",  # files
                             "workers", "ray_address", "workers_per_node"})  # where the load runs: any
 _COMPARISON_ID = re.compile(r"^c?(\d+)$")
 
