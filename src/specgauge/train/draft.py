@@ -20,7 +20,7 @@ import torch
 from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab_map, target_features
 from specgauge.engine.models.llama import LlamaForCausalLM
 from specgauge.train.dataset import iter_samples
-from specgauge.train.target import ConfigError, Trainer, _atomic_save, check_checkpoint_shape, lr_at
+from specgauge.train.target import Trainer, _atomic_save, check_checkpoint_shape, lr_at
 from specgauge.train.ttt import acceptance_estimate, unrolled_loss
 
 
@@ -56,22 +56,21 @@ class DraftTrainConfig:
 
     def __post_init__(self) -> None:
         if self.ttt_steps < 3:
-            raise ConfigError(("ttt_steps",), "ttt_steps must be ≥ 3 (training-time test unrolls at least three steps)")
+            raise ValueError("ttt_steps must be ≥ 3 (training-time test unrolls at least three steps)")
         if self.feed not in ("draft", "target"):
-            raise ConfigError(("feed",), "feed must be 'draft' or 'target'")
+            raise ValueError("feed must be 'draft' or 'target'")
         if self.aux_layers is not None and (len(self.aux_layers) != 3 or len(set(self.aux_layers)) != 3
                                             or min(self.aux_layers) < 0):
-            raise ConfigError(("aux_layers",), "aux_layers must be three distinct target layer ids ≥ 0 (EAGLE-3 reads "
-                                                "three layers)")
+            raise ValueError("aux_layers must be three distinct target layer ids ≥ 0 (EAGLE-3 reads three layers)")
         for name in ("max_len", "batch_size", "max_steps", "eval_every", "eval_samples", "draft_vocab_size"):
             if getattr(self, name) <= 0:
-                raise ConfigError((name,), f"{name} must be positive")
+                raise ValueError(f"{name} must be positive")
         if self.intermediate_size is not None and self.intermediate_size <= 0:
-            raise ConfigError(("intermediate_size",), "intermediate_size must be positive")
+            raise ValueError("intermediate_size must be positive")
         if self.minutes is not None and self.minutes <= 0:
-            raise ConfigError(("minutes",), "minutes must be positive")
+            raise ValueError("minutes must be positive")
         if not 0 < self.step_decay <= 1:
-            raise ConfigError(("step_decay",), "step_decay must be in (0, 1]")
+            raise ValueError("step_decay must be in (0, 1]")
 
 
 @dataclass

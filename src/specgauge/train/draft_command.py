@@ -150,7 +150,6 @@ def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path,
     if resume and not (run_dir / "draft_checkpoint.pt").is_file():
         raise UserError(f"--resume: no draft_checkpoint.pt in {run_dir}")
     from specgauge.train.draft import DraftTrainConfig
-    from specgauge.train.target import ConfigError
     from specgauge.train.draft_run import DraftRun, command_line, run_draft_training
     from specgauge.train.regenerate import RegenerateConfig
 
@@ -163,8 +162,6 @@ def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path,
                                  draft_vocab_size=draft_vocab_size, intermediate_size=intermediate_size, bf16=bf16, seed=seed, threads=threads,
                                  eval_every=eval_every, eval_samples=eval_samples, weights=mix,
                                  init_from=str(init_from) if init_from is not None else None, aux_layers=aux)
-    except ConfigError as exc:
-        raise UserError(f"{exc.flags()}: {exc}") from None
     except ValueError as exc:
         raise UserError(str(exc)) from None
     args = sys.argv[sys.argv.index("draft") + 1:] if "draft" in sys.argv else []
