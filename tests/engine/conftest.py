@@ -66,3 +66,13 @@ def _server(shared_engine):
 def server(_server, engine):
     """The HTTP server over the shared engine; the pool is checked whole after the test."""
     yield _server
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir():
+    """The converted SmolLM2-135M-Instruct (``make model``); skipped, with how to get it, when absent."""
+    from specgauge.shipped_models import SETUP_COMMAND, SHIPPED
+
+    if "smollm2-135m" not in SHIPPED:
+        pytest.skip(f"smollm2-135m is not set up here: run {SETUP_COMMAND}")
+    return SHIPPED["smollm2-135m"].target_dir

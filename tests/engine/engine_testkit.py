@@ -78,3 +78,18 @@ def step_logits(runner, blocks, seqs):
         logits, aux = runner.model.forward_cached(batch, runner.cache, aux_layers=(0, 2))
     return {seq.request.request_id: logits[offset:offset + seq.num_new]
             for seq, offset in zip(scheduled, layout.offsets)}, aux
+
+
+def suite_chat_prompts(model_dir, suites: tuple[str, ...], per_suite: int) -> list[list[int]]:
+    """The first ``per_suite`` requests of each built-in suite, as the engine encodes a chat request
+    to the model of ``model_dir`` (its own chat template)."""
+    from specgauge.engine.models.tokenizer import EngineTokenizer
+    from specgauge.suites.registry import load_suite
+
+    tokenizer = EngineTokenizer(model_dir)
+    prompts = []
+    for name in suites:
+        for request in load_suite(name).requests[:per_suite]:
+            messages = [{"role": m.role, "content": m.content} for m in request.messages]
+            prompts.append(tokenizer.encode(tokenizer.apply_chat_template(messages, add_generation_prompt=True)))
+    return prompts

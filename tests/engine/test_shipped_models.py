@@ -189,3 +189,26 @@ def test_serve_by_name_runs_the_named_target_with_its_drafter():
         card = httpx.get(proc.url + "/v1/models").json()["data"][0]
     assert info["speculative_draft_model_path"] == str(named.draft_dir)
     assert card["id"] == "specgauge-target" and card["max_model_len"] == named.context
+
+
+def test_a_model_obtained_at_setup_but_absent_says_how_to_get_it(tmp_path, monkeypatch):
+    import specgauge.shipped_models as shipped
+
+    absent = ShippedModel("setup-only", tmp_path / "nowhere", None, 8192, "converted at set-up",
+                          obtained_at_setup=True)
+    monkeypatch.setattr(shipped, "DECLARED", (*shipped.DECLARED, absent))
+    with pytest.raises(KeyError) as info:
+        get_shipped("setup-only")
+    assert "not set up" in info.value.args[0] and "make model" in info.value.args[0]
+    assert absent in shipped.absent_setup_models()
+    row = describe(absent)
+    assert row.parameters == 0 and "make model" in row.description
+
+
+def test_the_cache_directory_follows_the_environment(tmp_path, monkeypatch):
+    from specgauge.shipped_models import cache_dir
+
+    monkeypatch.setenv("SPECGAUGE_CACHE_DIR", str(tmp_path))
+    assert cache_dir() == tmp_path
+    monkeypatch.delenv("SPECGAUGE_CACHE_DIR")
+    assert cache_dir() == ASSETS.parents[2] / ".cache"   # this checkout's

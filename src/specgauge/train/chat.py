@@ -73,3 +73,35 @@ def tokenize_conversation(tokenizer: "Tokenizer", messages: list[dict]) -> tuple
         ids += newline
         mask += [0] * len(newline)
     return ids, mask
+
+
+def uses_own_format(tokenizer: "Tokenizer") -> bool:
+    """Whether ``tokenizer`` has this project's chat tokens (else its model's own template is used)."""
+    return all(tokenizer.token_to_id(tok) is not None for tok in SPECIAL_TOKENS)
+
+
+
+def tokenize_with_template(tokenizer: "Tokenizer", render_chat, eos_token: str,
+                           messages: list[dict]) -> tuple[list[int], list[int]]:
+    """Token ids of a conversation rendered by a model's own chat template (``render_chat(messages,
+    add_generation_prompt)`` → text, e.g. ChatML), and a loss mask that is 1 exactly on every
+    assistant turn's content and the ``eos_token`` that closes it (``<|im_end|>``), the tokens a
+    served response consists of.
+
+    The whole text is encoded at once, as the engine encodes a rendered chat request; a token is
+    masked when its first character lies in an assistant span. A turn's content starts where
+    ``render_chat(messages[:i], True)`` (the generation prompt) ends; a template that does not
+    render each such prefix as a prefix of the whole is refused (ValueError)."""
+    text = render_chat(messages, False)
+    spans = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prefix = render_chat(messages[:i], True)
+        answer = message["content"] + eos_token
+        if not text.startswith(prefix + answer):
+            raise ValueError("the chat template does not render a turn's prompt as a prefix of the whole")
+        spans.append((len(prefix), len(prefix) + len(answer)))
+    encoding = tokenizer.encode(text, add_special_tokens=False)
+    mask = [int(any(start <= first < end for start, end in spans)) for first, _ in encoding.offsets]
+    return encoding.ids, mask

@@ -190,10 +190,21 @@ def write_tokenized(corpus_dir: Path, tokenizer_dir: Path, config: CorpusConfig)
     tokens per ``source/split``."""
     from tokenizers import Tokenizer
 
-    from specgauge.train.chat import tokenize_conversation
+    from specgauge.train.chat import tokenize_conversation, tokenize_with_template, uses_own_format
 
     tokenizer_file = Path(tokenizer_dir) / "tokenizer.json"
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    if uses_own_format(tokenizer):
+        def tokenize(messages: list[dict]) -> tuple[list[int], list[int]]:
+            return tokenize_conversation(tokenizer, messages)
+    else:  # a model of its own (SmolLM2's ChatML): its chat template, as the engine renders requests
+        from specgauge.engine.models.tokenizer import EngineTokenizer
+
+        engine_tokenizer = EngineTokenizer(tokenizer_dir)
+
+        def tokenize(messages: list[dict]) -> tuple[list[int], list[int]]:
+            return tokenize_with_template(tokenizer, engine_tokenizer.apply_chat_template,
+                                          engine_tokenizer.eos_token or "", messages)
     sha = file_sha256(tokenizer_file)
     totals: dict[str, dict[str, int]] = {}
     for source in SOURCES:
@@ -209,7 +220,7 @@ def write_tokenized(corpus_dir: Path, tokenizer_dir: Path, config: CorpusConfig)
                     if handle:
                         handle.close()
                     handle = (folder / f"shard-{index // SHARD_SAMPLES:05d}.jsonl").open("w")
-                ids, mask = tokenize_conversation(tokenizer, record["messages"])
+                ids, mask = tokenize(record["messages"])
                 handle.write(json.dumps({"input_ids": ids, "loss_mask": mask}, separators=(",", ":")) + "\n")
                 num_samples += 1
                 num_tokens += len(ids)

@@ -203,7 +203,7 @@ def linear_is_batch_invariant(weight: torch.Tensor | PackedFP16 | PackedOneDNN) 
         x = x.to(weight.device, weight.dtype)
     with torch.no_grad():
         full = linear(x, weight)
-        rows = (0, 1, 4, 150, 299)
+        rows = (0, 1, 4, 63, 64, 150, 299)
         single = torch.cat([linear(x[i:i + 1], weight) for i in rows])
         return torch.equal(single, full[list(rows)]) and all(
-            torch.equal(linear(x[:count], weight), full[:count]) for count in (2, 5, 40, 100))
+            torch.equal(linear(x[:count], weight), full[:count]) for count in (2, 5, 40, 64, 65, 100, 140))

@@ -35,6 +35,11 @@ import torch.nn.functional as F
 
 PACKINGS = ("auto", "none", "fp16", "onednn")
 FP16_MAX = 65504.0
+# oneDNN's reordered bf16 product gives a row the same bits at every row count only up to a point
+# that falls as the inner dimension grows (Intel Xeon with AMX, torch 2.13, random bf16 operands:
+# inner 1,536 first differs at 130 rows, 2,048 at 117, 4,096 at 134; inner 576 nowhere up to
+# 1,024): a step's rows go through it in slices of at most this many, where every slice is exact.
+ONEDNN_ROW_SLICE = 64
 
 
 class PackedFP16:
@@ -55,8 +60,9 @@ class PackedOneDNN:
 
     Probed on an Intel Xeon with AMX (torch 2.13, every matrix shape of the shipped models, 1 to
     1,024 rows, ``benchmarks/linear_packing.py --dtype bfloat16`` and tests/engine/test_linear_packing.py):
-    the reordered product gives a row the same bits at every row count, equal to ``F.linear``'s
-    one-row product; ``F.linear`` on the plain weight does not — for inner dimensions of 512 and
+    the reordered product gives a row the same bits at every row count up to ``ONEDNN_ROW_SLICE``
+    and beyond for inner dimensions below 1,024 (so :func:`linear` slices larger steps), equal to
+    ``F.linear``'s one-row product; ``F.linear`` on the plain weight does not — for inner dimensions of 512 and
     more it sums differently at 33 to 319 rows (to 704 rows for 640), so a 40-row step's token
     differs in its last bits from the same token decoded alone. Whether a model's matmuls are
     batch-invariant is probed for each of its shapes (``LlamaForCausalLM.prepare_for_inference``)."""
@@ -80,7 +86,9 @@ def _reordered_product(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
 def linear(x: torch.Tensor, weight: "torch.Tensor | PackedFP16 | PackedOneDNN") -> torch.Tensor:
     """``x @ weight.T`` for x (N, in): dense or packed."""
     if isinstance(weight, PackedOneDNN):
-        return _reordered_product(x, weight.packed)
+        if x.shape[0] <= ONEDNN_ROW_SLICE:
+            return _reordered_product(x, weight.packed)
+        return torch.cat([_reordered_product(part, weight.packed) for part in x.split(ONEDNN_ROW_SLICE)])
     if isinstance(weight, PackedFP16):
         return torch.fbgemm_linear_fp16_weight(x, weight.packed, weight.bias)
     return F.linear(x, weight)

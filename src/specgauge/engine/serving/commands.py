@@ -195,16 +195,17 @@ def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device:
 @click.command("models")
 def models() -> None:
     """The shipped models --model NAME accepts: name, context, parameters, drafter."""
-    from specgauge.shipped_models import SHIPPED, describe
+    from specgauge.shipped_models import SHIPPED, absent_setup_models, describe
 
-    rows = [describe(SHIPPED[name]) for name in shipped_names()]
+    rows = [describe(SHIPPED[name]) for name in shipped_names()] + [describe(m) for m in absent_setup_models()]
     if not rows:
         raise UserError(f"no shipped model in this checkout (the default, {DEFAULT.name}, is missing from "
                         f"{DEFAULT.target_dir}); train it with 'specgauge train target'")
     click.echo(f"{'name':<20} {'context':>8} {'parameters':>11}  {'drafter':<20}  description")
     for row in rows:
         default = " (default)" if row.name == DEFAULT.name else ""
-        click.echo(f"{row.name:<20} {row.context:>8} {row.parameters / 1e6:>10.1f}M  {row.drafter:<20}  "
+        size = f"{row.parameters / 1e6:>10.1f}M" if row.parameters else f"{'-':>11}"
+        click.echo(f"{row.name:<20} {row.context:>8} {size}  {row.drafter:<20}  "
                    f"{row.description}{default}")
 
 
