@@ -54,6 +54,7 @@ def _allowed() -> dict[str, frozenset[str]]:
     allowed["tune"] |= {"engine"}  # tune starts `specgauge serve` per depth (engine.launch)
     allowed["testing"] = BASE  # test servers (scripted, lean) speak the wire formats by themselves
     allowed["vllm_setup"] = BASE  # `make vllm`: lays out vLLM-servable copies of the shipped weights
+    allowed["model_setup"] = BASE  # `make model`: obtains and converts the models set-up brings in
     everything = frozenset(allowed) | {"cli"}
     allowed["cli"] = everything  # the one thin entry: every command delegates to its part
     return allowed
