@@ -29,6 +29,11 @@ NGRAM = 4
 POSITION_BIN = 16
 
 
+def is_degenerate(text: str) -> bool:
+    """Whether an output repeats itself past ``REPEATED_NGRAM_SHARE`` of its 4-grams."""
+    return repeated_ngram_share(text) > REPEATED_NGRAM_SHARE
+
+
 def repeated_ngram_share(text: str, n: int = NGRAM) -> float:
     """Share of the word n-grams of ``text`` that occurred earlier in it (0 for short texts)."""
     words = text.split()
@@ -144,7 +149,7 @@ def health_warnings(speculative: Sequence[RequestRecord], baseline: Sequence[Req
         ok = [r for r in records if r.ok]
         if not ok:
             continue
-        degenerate = [r for r in ok if repeated_ngram_share(r.output_text) > REPEATED_NGRAM_SHARE]
+        degenerate = [r for r in ok if is_degenerate(r.output_text)]
         if len(degenerate) / len(ok) > DEGENERATE_REQUEST_SHARE:
             at_limit = sum(1 for r in degenerate if r.finish_reason == "length"
                            or (max_tokens is not None and definitions.output_token_count(r) >= max_tokens))

@@ -70,6 +70,11 @@ class SingleStreamDomain(_Frozen):
     accept_length: float | None              # the speculative arm's mean acceptance length
     ci_method: str = "none"                  # how the speedup's interval was resampled (RatioCI.method)
     pairs: int | None = None                 # request pairs behind the speedup (None: not recorded)
+    # the speedup over the pairs in which neither output repeats itself (analysis/health.py's
+    # degenerate-output rule): looping text is easy to draft, so this is the figure to trust when
+    # ``degenerate_pairs`` > 0
+    non_degenerate: RatioCI = RatioCI()
+    degenerate_pairs: int = 0
     request_tok_s_ratio: RatioCI = RatioCI()
     tpot_ratio: RatioCI = RatioCI()
     ttft_ratio: RatioCI = RatioCI()

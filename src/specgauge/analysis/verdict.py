@@ -285,6 +285,13 @@ def verdict_lines(label: str, single_stream: Sequence[SingleStreamDomain], sweep
         clauses.append("makes no clear difference to single-stream " + _and(unclear))
     if clauses:
         lines.append(f"{label} " + "; ".join(clauses) + ".")
+    looping = [d for d in single_stream if d.degenerate_pairs]
+    if looping:
+        parts = [f"{d.domain} {d.non_degenerate.ratio:.2f}x{_interval(d.non_degenerate.ci_low, d.non_degenerate.ci_high)}"
+                 f" ({d.degenerate_pairs} of {d.pairs} pairs left out)" if d.non_degenerate.ratio is not None
+                 else f"{d.domain} (every pair left out)" for d in looping]
+        lines.append("Over the outputs that do not repeat themselves (looping text is easy to draft): "
+                     + _and(parts) + ".")
     if too_few:
         lines.append(f"No single-stream verdict for {_and(too_few)}: a verdict needs at least {MIN_PAIRS} "
                      f"request pairs and an interval.")

@@ -15,15 +15,16 @@ from specgauge.analysis import definitions
 from specgauge.analysis.crossover import find_crossover
 from specgauge.analysis.drift import estimate_drift, with_drift
 from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, counted, domain_acceptance_warnings,
-                                       drift_warnings, health_warnings, mean_accept_length, mean_tokens_per_chunk,
-                                       outlying_round_warnings)
+                                       drift_warnings, health_warnings, is_degenerate, mean_accept_length,
+                                       mean_tokens_per_chunk, outlying_round_warnings)
 from specgauge.analysis.lossless import check_losslessness
 from specgauge.analysis.paired import RatioEstimate, ratio_of_statistic, ratio_of_sums
 from specgauge.analysis.summary import summarize
 from specgauge.analysis.verdict import assess_sweep, recommend, supported_crossover, verdict_lines
 from specgauge.client.records import RequestRecord
 from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, DriftEstimate,
-                                     Percentiles, SingleStreamDomain, SpeculationSetup, StageRuns, SweepPoint)
+                                     Percentiles, RatioCI, SingleStreamDomain, SpeculationSetup, StageRuns,
+                                     SweepPoint)
 from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
 from specgauge.report.export import point_document
 from specgauge.store import Store
@@ -155,6 +156,30 @@ def _metric_ratio(pairs, base_ok, spec_ok, metric, statistic, rng, resamples) ->
                               paired=False, rng=rng, statistic=statistic, resamples=resamples)
 
 
+def _tokens_and_seconds(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """Output tokens and end-to-end seconds of each record."""
+    tokens = np.array([definitions.output_token_count(r) for r in records], dtype=float)
+    seconds = np.array([(definitions.e2e_ms(r) or 0.0) / 1000.0 for r in records])
+    return tokens, seconds
+
+
+def non_degenerate_speedup(pairs: Sequence[tuple[RequestRecord, RequestRecord]], rng: np.random.Generator,
+                           resamples: int, drift: DriftEstimate | None = None) -> tuple[RatioCI, int]:
+    """The paired throughput ratio over the ``(baseline, speculative)`` pairs in which neither output
+    is degenerate (``is_degenerate``), with its interval (drift included), and how many pairs were
+    left out. A looping output is easy to draft, so a speedup that holds only on those is no speedup
+    on the workload."""
+    clean = [(b, s) for b, s in pairs if not (is_degenerate(b.output_text) or is_degenerate(s.output_text))]
+    if not clean:
+        return RatioCI(), len(pairs)
+    bt, bs = _tokens_and_seconds([b for b, _ in clean])
+    st, ss = _tokens_and_seconds([s for _, s in clean])
+    estimate = ratio_of_sums(bt, bs, st, ss, paired=True, rng=rng, resamples=resamples)
+    if drift is not None:
+        estimate = with_drift(estimate, drift, rng)
+    return estimate.ci, len(pairs) - len(clean)
+
+
 def paired_point(base: ArmSamples, spec: ArmSamples, rng: np.random.Generator, resamples: int,
                  drift: DriftEstimate | None = None) -> PairedPoint:
     """Ratios at one point; paired by request where most requests pair up, else within each arm.
@@ -164,18 +189,13 @@ def paired_point(base: ArmSamples, spec: ArmSamples, rng: np.random.Generator, r
     spec_ok = [r for r in spec.records if r.ok]
     measured = spec.tok_s / base.tok_s if spec.tok_s and base.tok_s else None
 
-    def tokens_and_seconds(records):
-        tokens = np.array([definitions.output_token_count(r) for r in records], dtype=float)
-        seconds = np.array([(definitions.e2e_ms(r) or 0.0) / 1000.0 for r in records])
-        return tokens, seconds
-
     if pairs and len(pairs) >= len(base_ok) // 2:
-        bt, bs = tokens_and_seconds([b for b, _ in pairs])
-        st, ss = tokens_and_seconds([s for _, s in pairs])
+        bt, bs = _tokens_and_seconds([b for b, _ in pairs])
+        st, ss = _tokens_and_seconds([s for _, s in pairs])
         throughput = ratio_of_sums(bt, bs, st, ss, paired=True, rng=rng, resamples=resamples, point_ratio=measured)
     else:
-        bt, bs = tokens_and_seconds(base_ok)
-        st, ss = tokens_and_seconds(spec_ok)
+        bt, bs = _tokens_and_seconds(base_ok)
+        st, ss = _tokens_and_seconds(spec_ok)
         throughput = ratio_of_sums(bt, bs, st, ss, paired=False, rng=rng, resamples=resamples, point_ratio=measured)
     def drifted(estimate: RatioEstimate) -> RatioEstimate:
         return with_drift(estimate, drift, rng) if drift is not None else estimate
@@ -300,10 +320,11 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         if stage_name.startswith(SINGLE_PREFIX):
             domain = stage_name[len(SINGLE_PREFIX):]
             accept_by_domain[domain] = _domain_acceptance(spec)
+            clean, degenerate = non_degenerate_speedup(point.pairs, rng, resamples, drift)
             single.append(SingleStreamDomain(
                 domain=domain, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
                 speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs,
-                accept_length=spec.accept_length, **common))
+                accept_length=spec.accept_length, non_degenerate=clean, degenerate_pairs=degenerate, **common))
         elif stage_name.startswith(SWEEP_PREFIX):
             sweep.append(SweepPoint(
                 concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,

@@ -128,10 +128,10 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, align: str 
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _ratio_cell(ratio: float | None, low: float | None, high: float | None) -> str:
+def _ratio_cell(ratio: float | None, low: float | None, high: float | None, note: str = "") -> str:
     outcome = ratio_outcome(ratio, low, high)
     cls = f' class="{outcome}"' if outcome != "unclear" else ""
-    return f"<td{cls}>{escape(ratio_with_ci(ratio, low, high))}</td>"
+    return f"<td{cls}>{escape(ratio_with_ci(ratio, low, high) + note)}</td>"
 
 
 def _arm_heading(arm: ArmData, suffix: str) -> str:
@@ -165,9 +165,11 @@ def _summary_section(data: ReportData) -> str:
     base, spec = data.baseline, data.speculative
     single = _table(
         ["domain", _arm_heading(base, "tok/s"), _arm_heading(spec, "tok/s"), "speedup [95% CI]",
-         "acceptance length"],
+         "acceptance length", "outputs not looping: speedup [95% CI]"],
         ([escape(d.domain), number(d.baseline_tok_s), number(d.speculative_tok_s),
-          _ratio_cell(d.speedup, d.ci_low, d.ci_high), number(d.accept_length, ".2f")]
+          _ratio_cell(d.speedup, d.ci_low, d.ci_high), number(d.accept_length, ".2f"),
+          _ratio_cell(d.non_degenerate.ratio, d.non_degenerate.ci_low, d.non_degenerate.ci_high,
+                      f" ({d.degenerate_pairs} of {d.pairs or 0} pairs left out)")]
          for d in result.single_stream), align="l", css_class="single-stream")
     sweep = _table(
         ["concurrency", _arm_heading(base, "tok/s"), _arm_heading(spec, "tok/s"), "ratio [95% CI]",

@@ -23,11 +23,19 @@ def single_stream_table(data: ReportData) -> Table:
     """Per domain: both arms' single-stream tok/s, the speedup [95% CI] and acceptance length."""
     result = data.comparison
     table = Table(title="single stream, per domain", title_justify="left")
-    for header in ("domain", "baseline tok/s", f"{result.speculative_label} tok/s", "speedup [95% CI]", "accept"):
+    looping = any(row.degenerate_pairs for row in result.single_stream)
+    headers = ["domain", "baseline tok/s", f"{result.speculative_label} tok/s", "speedup [95% CI]", "accept"]
+    if looping:  # the speedup over the pairs whose outputs do not repeat themselves
+        headers.append("not looping [95% CI]")
+    for header in headers:
         table.add_column(header, justify="left" if header == "domain" else "right")
     for row in result.single_stream:
-        table.add_row(row.domain, number(row.baseline_tok_s), number(row.speculative_tok_s),
-                      _ratio(row.speedup, row.ci_low, row.ci_high), number(row.accept_length, ".2f"))
+        cells = [row.domain, number(row.baseline_tok_s), number(row.speculative_tok_s),
+                 _ratio(row.speedup, row.ci_low, row.ci_high), number(row.accept_length, ".2f")]
+        if looping:
+            clean = row.non_degenerate
+            cells.append(_ratio(clean.ratio, clean.ci_low, clean.ci_high) + Text(f" ({row.degenerate_pairs} out)"))
+        table.add_row(*cells)
     return table
 
 
