@@ -159,8 +159,8 @@ def export(run: DraftRun, trainer: DraftTrainer, wall_seconds: float) -> Path:
         f"- wall time: {wall_seconds / 60:.1f} min (regeneration + training + evaluation); "
         f"training {trainer.state.trained_seconds / 60:.1f} min, {trainer.state.step} optimizer steps",
         f"- machine: {machine_description()}",
-        f"- corpus: `{run.corpus_dir}`, the tokenized corpus of `specgauge train corpus` that the target was "
-        "trained on (its TRAINING.md gives the command)",
+        f"- corpus: `{run.corpus_dir}`, the corpus of `specgauge train corpus` tokenized with the target's "
+        "tokenizer and chat template (docs/train.md); only its prompts are used, the answers are the target's",
         f"- data mix (train): {json.dumps(run.train.weights) if run.train.weights else 'balanced'}; responses regenerated "
         f"by the target ({'greedy' if run.regenerate.temperature == 0 else f'temperature {run.regenerate.temperature}'}, "
         f"≤ {run.regenerate.max_new_tokens} new tokens)",
