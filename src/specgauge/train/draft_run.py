@@ -87,10 +87,12 @@ def resumed_config(train: DraftTrainConfig, saved: dict | None) -> DraftTrainCon
 def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrainer:
     """Train (resuming if asked) with a progress bar and per-source validation prints."""
     from specgauge.engine.models.llama import load_model
-    from specgauge.train.tokenizer import special_token_ids
 
     target = load_model(run.target_dir)
-    special = special_token_ids(_tokenizer(run.target_dir))
+    # EOS and pad ids from the target's config (this project's targets and a model of its own alike)
+    eos = target.config.eos_token_id
+    eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
+    pad_id = target.config.extra.get("pad_token_id", eos_ids[0] if eos_ids else 0)
     limit = run.train.max_len
     start = None
     if run.train.init_from:
@@ -104,7 +106,7 @@ def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrain
                            load_regenerated(regenerated, SOURCES, "validation", limit), run.run_dir,
                            resumed_config(run.train, saved),
                            aux_layers=head_aux_layers(run, start, saved),
-                           eos_ids=tuple(special["eos_token_id"]), pad_id=special["pad_token_id"], start=start)
+                           eos_ids=eos_ids, pad_id=pad_id, start=start)
     if saved is not None:
         trainer.load_checkpoint(saved)
         console.print(f"resumed at step {trainer.state.step} ({trainer.state.trained_seconds:.0f} s trained)")
@@ -135,12 +137,6 @@ def format_eval(report: dict) -> str:
     """One line per source: step accuracies and the chain's expected tokens per verify."""
     return "; ".join(f"{name} acc " + "/".join(f"{a:.2f}" for a in row["step_accuracy"])
                      + f" accept≈{row['expected_accept_length']:.2f}" for name, row in report.items())
-
-
-def _tokenizer(model_dir: Path):
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
 
 
 def export(run: DraftRun, trainer: DraftTrainer, wall_seconds: float) -> Path:
