@@ -6,7 +6,7 @@
 For each dtype, in one process and alternating request by request (so a drifting machine falls on
 both alike): the engine (``Engine``, plain decoding, the packing ``auto`` picks) and transformers'
 ``LlamaForCausalLM.generate`` (KV cache, greedy) decode ``--tokens`` tokens after each of
-``--prompts`` chat prompts of the coding suite. Printed: decode tokens/s of each (the prompt's
+``--prompts`` chat prompts of the coding suite (each stops at EOS or ``--tokens``). Printed: decode tokens/s of each (the prompt's
 prefill excluded: the engine's first step, transformers' time to its first token), their ratio,
 and whether the two produced the same tokens.
 """
@@ -31,8 +31,12 @@ from specgauge.suites.registry import load_suite  # noqa: E402
 def engine_decode(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, list[int]]:
     """Seconds per decode step of one greedy request alone (first step, the prefill, excluded)."""
     out: list[int] = []
-    engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0, ignore_eos=True),
-                  lambda event: out.extend(event.token_ids))
+    def sink(event) -> None:
+        out.extend(event.token_ids)
+        if event.finished and isinstance(event.matched_stop, int):
+            out.append(event.matched_stop)   # the EOS that stopped it, as generate() returns it
+
+    engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), sink)
     engine._drain_inbox(block=False)
     engine.step()
     steps = []
@@ -52,10 +56,10 @@ def transformers_decode(model, prompt: list[int], tokens: int) -> tuple[float, l
         model.generate(ids, attention_mask=mask, max_new_tokens=1, do_sample=False, pad_token_id=0)
         first = time.perf_counter() - started
         started = time.perf_counter()
-        out = model.generate(ids, attention_mask=mask, max_new_tokens=tokens, min_new_tokens=tokens,
-                             do_sample=False, pad_token_id=0)
+        out = model.generate(ids, attention_mask=mask, max_new_tokens=tokens, do_sample=False, pad_token_id=0)
         total = time.perf_counter() - started
-    return (total - first) / (tokens - 1), out[0, len(prompt):].tolist()
+    produced = out.shape[1] - len(prompt)
+    return (total - first) / max(1, produced - 1), out[0, len(prompt):].tolist()
 
 
 def main() -> None:
