@@ -60,6 +60,29 @@ def test_no_drafts_during_the_point_falls_back_or_is_none():
     assert counters_between(None, None) is None
 
 
+SGLANG_PAGE = """# TYPE sglang:spec_verify_calls_total counter
+sglang:spec_verify_calls_total{{model_name="m"}} {verify}
+sglang:generation_tokens_total{{model_name="m"}} {generation}
+sglang:num_requests_total{{model_name="m"}} {requests}
+sglang:spec_accept_length{{model_name="m"}} {gauge}
+"""
+
+
+def test_sglang_counters_give_the_points_acceptance_and_the_gauges_are_never_differenced():
+    # 100 verify steps and 50 requests before; during the point 3 requests of 48 tokens took
+    # 14 + 25 + 20 verify steps: acceptance (3 * 47) / 59, the one definition.
+    before = spec_metrics(SGLANG_PAGE.format(verify=100, generation=400, requests=50, gauge=9.0))
+    after = spec_metrics(SGLANG_PAGE.format(verify=159, generation=544, requests=53, gauge=2.4))
+    counters = counters_between(before, after)
+    assert (counters.source, counters.scope) == ("sglang_metrics", "point")
+    assert counters.accept_length == pytest.approx(3 * 47 / 59)
+    assert counters.num_drafts == 59 and counters.num_accepted_tokens == 3 * 47 - 59
+    assert counters.gauges_at_end == {"spec_accept_length": 2.4}   # as read at the end, not a difference
+    # No verify step during the point (a plain server, or nothing ran): the gauge as it stands.
+    idle = counters_between(after, after)
+    assert (idle.source, idle.scope, idle.accept_length) == ("sglang_metrics", "gauge_at_end", 2.4)
+
+
 def test_server_info_field_locations():
     assert server_info_spec({"internal_states": [{"avg_spec_accept_length": 3.25}]}) == {
         "avg_spec_accept_length": 3.25}
@@ -165,5 +188,6 @@ async def test_spec_token_details_are_asked_of_sglang_only_and_read(tmp_path, ow
     assert [("return_spec_tokens_details" in b) for b in bodies] == [asked] * len(bodies)
     assert records and all(r.ok for r in records)
     if asked:
-        assert all((r.spec_verify_ct, r.spec_correct_drafts, r.spec_proposed_drafts) == (4, 8, 12) for r in records)
+        # SGLang's correct-draft count is not taken as the acceptance (read_spec_details says why)
+        assert all((r.spec_verify_ct, r.spec_correct_drafts, r.spec_proposed_drafts) == (4, None, 12) for r in records)
         assert all(r.spec_accept_histogram == [0, 0, 4] for r in records)

@@ -5,9 +5,18 @@
   ``..._num_accepted_tokens_per_pos_total{position="i"}``: the difference after − before gives
   the point's own acceptance length ``1 + accepted / drafts``, rate ``accepted / draft_tokens`` and
   per-position rates ``accepted_at_i / drafts`` (scope ``point``).
-- SGLang Prometheus gauges ``sglang:spec_accept_length`` / ``sglang:spec_accept_rate`` (the
-  server's figure for its latest logging interval, read at the end of the point: scope
-  ``gauge_at_end``).
+- SGLang Prometheus counters, updated once per finished request (``observe_one_finished_request``
+  in ``python/sglang/srt/observability/metrics_collector.py``): ``sglang:spec_verify_calls_total``
+  (the request's ``spec_verify_ct``), ``sglang:generation_tokens_total`` (its completion tokens)
+  and ``sglang:num_requests_total``. Differenced around a point they give the point's acceptance
+  in the one definition, ``Σ(completion_tokens − 1) / Σ spec_verify_ct`` = (Δgeneration − Δrequests)
+  / Δverify (a request that made one token adds 0 to both): scope ``point``, source
+  ``sglang_metrics``. It is the point's own figure when nothing else used the server meanwhile.
+  This is how acceptance is known over SGLang's OpenAI routes when it sends no per-request details.
+- SGLang Prometheus gauges ``sglang:spec_accept_length`` / ``sglang:spec_accept_rate`` hold the
+  most recent logging interval's value, never a count: never differenced. Read at the end of the
+  point, they are kept as ``gauges_at_end`` beside the counters' figure, or, without those
+  counters, are the figure itself (scope ``gauge_at_end``).
 - SGLang ``/get_server_info`` (newer ``/server_info``) ``internal_states[0].avg_spec_accept_length``
   is cumulative since the server started (scope ``cumulative_since_start``): it is the point's
   own value only if the server served nothing else, which the tool cannot know. A server whose
@@ -37,6 +46,9 @@ VLLM_PER_POSITION = "num_accepted_tokens_per_pos"
 VLLM_BY_DRAFT_LENGTH = "num_drafts_by_draft_length"
 VLLM_PREFIX_CACHE = {"vllm:prefix_cache_queries_total": "queries", "vllm:prefix_cache_hits_total": "hits"}
 SERVER_INFO_PATHS = ("/get_server_info", "/server_info")
+# SGLang's per-finished-request counters (module doc) → snapshot keys.
+SGLANG_COUNTERS = {"sglang:spec_verify_calls_total": "verify", "sglang:generation_tokens_total": "generation",
+                   "sglang:num_requests_total": "requests"}
 
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?\s*$')
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -57,6 +69,7 @@ class SpecCounters:
     drafts_by_length: dict[str, float] = field(default_factory=dict)  # draft length -> drafts (newer vLLM)
     prefix_cache_queries: float | None = None   # prompt tokens looked up in vLLM's prefix cache
     prefix_cache_hits: float | None = None      # of them, found cached
+    gauges_at_end: dict[str, float] = field(default_factory=dict)  # SGLang's gauges when the point ended
 
     @property
     def prefix_cache_hit_rate(self) -> float | None:
@@ -70,7 +83,8 @@ class SpecCounters:
                 "scope": self.scope, "num_drafts": self.num_drafts, "num_draft_tokens": self.num_draft_tokens,
                 "num_accepted_tokens": self.num_accepted_tokens, "per_position": list(self.per_position),
                 "drafts_by_length": dict(self.drafts_by_length), "prefix_cache_queries": self.prefix_cache_queries,
-                "prefix_cache_hits": self.prefix_cache_hits, "prefix_cache_hit_rate": self.prefix_cache_hit_rate}
+                "prefix_cache_hits": self.prefix_cache_hits, "prefix_cache_hit_rate": self.prefix_cache_hit_rate,
+                "gauges_at_end": dict(self.gauges_at_end)}
 
 
 def parse_prometheus(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -105,6 +119,7 @@ def spec_metrics(text: str) -> dict:
     by_length: dict[str, float] = {}
     prefix_cache: dict[str, float] = {}
     gauges: dict[str, list[float]] = {}
+    sglang: dict[str, float] = {}
     is_vllm = False
     for name, labels, value in parse_prometheus(text):
         is_vllm = is_vllm or name.startswith("vllm:")
@@ -119,6 +134,8 @@ def spec_metrics(text: str) -> dict:
                 vllm[key] = vllm.get(key, 0.0) + value
         elif name in VLLM_PREFIX_CACHE:
             prefix_cache[VLLM_PREFIX_CACHE[name]] = prefix_cache.get(VLLM_PREFIX_CACHE[name], 0.0) + value
+        elif name in SGLANG_COUNTERS:
+            sglang[SGLANG_COUNTERS[name]] = sglang.get(SGLANG_COUNTERS[name], 0.0) + value
         elif name in ("sglang:spec_accept_length", "sglang:spec_accept_rate") and math.isfinite(value):
             gauges.setdefault(name.split(":", 1)[1], []).append(value)
     out: dict = {}
@@ -134,6 +151,8 @@ def spec_metrics(text: str) -> dict:
         out["vllm_prefix_cache"] = prefix_cache
     if gauges:
         out["sglang_gauges"] = {k: sum(v) / len(v) for k, v in gauges.items()}
+    if sglang:
+        out["sglang_counters"] = sglang
     return out
 
 
@@ -173,6 +192,10 @@ def counters_between(before: dict | None, after: dict | None) -> SpecCounters | 
     cache = prefix_cache_between(before, after)
     if cache and after.get("server") == "vllm" and "sglang_gauges" not in after:   # vLLM without drafting
         return SpecCounters(accept_length=None, accept_rate=None, source="vllm_metrics", scope="point", **cache)
+    sglang = _sglang_counters_between(before.get("sglang_counters"), after.get("sglang_counters"),
+                                      after.get("sglang_gauges", {}))
+    if sglang is not None:
+        return sglang
     if "sglang_gauges" in after:
         gauges = after["sglang_gauges"]
         return SpecCounters(accept_length=gauges.get("spec_accept_length"),
@@ -182,6 +205,20 @@ def counters_between(before: dict | None, after: dict | None) -> SpecCounters | 
         return SpecCounters(accept_length=after["sglang_server_info"]["avg_spec_accept_length"],
                             accept_rate=None, source="sglang_server_info", scope="cumulative_since_start")
     return None
+
+
+def _sglang_counters_between(before: dict | None, after: dict | None, gauges: dict) -> SpecCounters | None:
+    """The point's acceptance from SGLang's per-request counters (module doc), or None when the
+    server has none or verified nothing during the point."""
+    if not before or not after or "verify" not in after:
+        return None
+    diff = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in ("verify", "generation", "requests")}
+    if diff["verify"] <= 0:
+        return None
+    accepted = diff["generation"] - diff["requests"] - diff["verify"]
+    return SpecCounters(accept_length=1.0 + accepted / diff["verify"], accept_rate=None, source="sglang_metrics",
+                        scope="point", num_drafts=diff["verify"], num_accepted_tokens=accepted,
+                        gauges_at_end=dict(gauges))
 
 
 def _prefix_cache_diff(before: dict, after: dict) -> dict:

@@ -43,14 +43,21 @@ def read_meta_info(meta: dict, record: RequestRecord) -> None:
 
 def read_spec_details(meta: dict, record: RequestRecord) -> None:
     """Copy SGLang's per-request speculation figures (``meta_info``, or the OpenAI routes'
-    ``sglext.spec_tokens_details``, which carries the same names) into ``record``."""
+    ``sglext.spec_tokens_details``, which carries the same names) into ``record``.
+
+    SGLang's count of correct drafts is *not* copied into ``spec_correct_drafts``: it does not
+    follow the output. A real SGLang (upstream 2f14d6c, CPU, 2026-12-06) reported 35 correct drafts
+    over 14 verify steps for 48 completion tokens (1 + 35/14 = 3.5, but 1 + 14 + 35 = 50 > 48: it
+    counts drafts a last verify step accepted past ``max_new_tokens``) and for another request 22
+    over 25 (exactly the output). So SGLang's acceptance follows one rule,
+    ``(completion_tokens − 1) / spec_verify_ct`` (:func:`specgauge.analysis.definitions.accept_length`);
+    SGLang's own figures stay on the record: ``spec_accept_length`` (its ``completion_tokens /
+    spec_verify_ct``), ``spec_accept_rate``, the proposed drafts and the histogram (whose
+    ``Σ i·h[i]`` is its correct count)."""
     copy_spec_fields(meta, record)
-    for correct_key, proposed_key in DRAFT_COUNT_KEYS:
-        if correct_key in meta or proposed_key in meta:
-            if meta.get(correct_key) is not None:
-                record.spec_correct_drafts = int(meta[correct_key])
-            if meta.get(proposed_key) is not None:
-                record.spec_proposed_drafts = int(meta[proposed_key])
+    for _correct_key, proposed_key in DRAFT_COUNT_KEYS:
+        if meta.get(proposed_key) is not None:
+            record.spec_proposed_drafts = int(meta[proposed_key])
             break
     for key in HISTOGRAM_KEYS:
         if meta.get(key) is not None:
