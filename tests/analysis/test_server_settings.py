@@ -53,3 +53,20 @@ def test_sglang_adaptive_config_rules(config, message):
 def test_sglang_tiers_route_by_lower_bound():
     config = {"1": {"candidate_steps": [3]}, "9": {"candidate_steps": [0]}}
     assert [sglang_steps_at(config, bs) for bs in (1, 8, 9, 500)] == [[3], [3], [0], [0]]
+
+
+def test_sglang_advice_on_its_cpu_path_adds_the_flag_adaptive_speculation_needs_there():
+    """SGLang's CPU path: adaptive speculation builds CUDA-graph runners unless the decode graph is
+    off (found against a real SGLang, docs/real-engines.md); the device is read from the arm."""
+    from specgauge.analysis.results import SpeculationSetup
+    from specgauge.analysis.server_settings import sglang_setting
+    from specgauge.compare.speculation_setup import from_arguments
+
+    stated, _ = from_arguments(["python", "-m", "sglang.launch_server", "--device", "cpu",
+                                "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3"])
+    assert stated.device == "cpu"
+    on_cpu = sglang_setting(4, stated)
+    assert on_cpu.setting.endswith("--speculative-eagle-topk 1 --cuda-graph-backend-decode disabled")
+    assert "CPU path" in on_cpu.note and "sglang-cpu.patch" in on_cpu.note
+    on_gpu = sglang_setting(4, SpeculationSetup(engine="sglang", method="EAGLE3", num_speculative_tokens=3))
+    assert "cuda-graph" not in on_gpu.setting and "CPU path" not in on_gpu.note

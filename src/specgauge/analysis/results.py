@@ -144,6 +144,7 @@ class SpeculationSetup(_Frozen):
     draft_model: str | None = None
     eagle_topk: int | None = None
     max_num_seqs: int | None = None            # vLLM --max-num-seqs / SGLang --max-running-requests
+    device: str | None = None                  # SGLang --device (cpu, cuda, ...) where stated
     source: str = "unknown"                    # where it was learned: "launch command", "server_info", ...
 
 

@@ -15,7 +15,8 @@
   server ``open()``s it). Only EAGLE/EAGLE3 with ``--speculative-eagle-topk 1``
   (python/sglang/srt/speculative/adaptive_spec_params.py ``_load_adaptive_config``,
   ``resolve_adaptive_strategy``, ``adaptive_unsupported_reason``; adaptive_step_router.py
-  ``batch_size_key_for_batch``; the flags in python/sglang/srt/server_args.py).
+  ``batch_size_key_for_batch``; the flags in python/sglang/srt/server_args.py). On SGLang's CPU
+  path the setting adds ``--cuda-graph-backend-decode disabled`` (``SGLANG_CPU_NOTE``).
 - The embedded engine: ``--speculative-disable-above N``.
 """
 
@@ -32,6 +33,15 @@ DEFAULT_DEPTH = 3               # draft depth written when the arm's own is unkn
 DEFAULT_MAX_NUM_SEQS = 256      # vLLM's usual --max-num-seqs, the last range's end when the arm's is unknown
 SGLANG_CONFIG_FILE = "speculative_adaptive.json"
 SGLANG_ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
+# On SGLang's CPU path (--device cpu) adaptive speculation also needs the decode CUDA graph turned
+# off (eagle_worker_v2.py build_adaptive_runtime_state builds a graph runner per state otherwise,
+# which the intel_amx attention backend cannot: NotImplementedError), and, at upstream 2f14d6c, a
+# fix of its 0-step tier (scripts/sglang-cpu.patch, eagle_utils.py).
+SGLANG_CPU_ADAPTIVE_FLAGS = "--cuda-graph-backend-decode disabled"
+SGLANG_CPU_NOTE = ("SGLang's CPU path (--device cpu): --cuda-graph-backend-decode disabled, or the adaptive states' "
+                   "CUDA-graph runners stop the server (NotImplementedError in init_cuda_graph_state); at upstream "
+                   "2f14d6c its 0-step tier also needs specgauge's scripts/sglang-cpu.patch (eagle_utils.py: "
+                   "'CHECK_EQ(candidates.scalar_type(), index_dtype) failed. Int vs Long' without it)")
 
 # SGLang --speculative-algorithm → vLLM method, and back (the same kind of drafter).
 VLLM_METHOD_OF_SGLANG = {"EAGLE3": "eagle3", "EAGLE": "eagle", "NGRAM": "ngram", "STANDALONE": "draft_model"}
@@ -201,13 +211,17 @@ def sglang_setting(threshold: int, setup: SpeculationSetup) -> ServerSetting:
     config = {"strategy": "ema", "1": {"candidate_steps": [int(steps)]},
               str(threshold + 1): {"candidate_steps": [0]}}
     validate_sglang_adaptive_config(config)
+    cpu = ""
+    if setup.device == "cpu":   # SGLang's CPU path: the module doc says why
+        cpu = f" {SGLANG_CPU_ADAPTIVE_FLAGS}"
+        said.append(SGLANG_CPU_NOTE)
     note = (f"write {SGLANG_CONFIG_FILE} with the JSON below: {steps} draft steps for batches of 1-{threshold}, "
             f"0 (no drafting) from {threshold + 1}; SGLang pads a batch to its CUDA-graph batch size before "
             f"choosing the tier, so a batch just under {threshold + 1} may already stop drafting; EAGLE/EAGLE3 "
             f"with --speculative-eagle-topk 1 only (adaptive_spec_params.py)")
     return ServerSetting(server="sglang",
                          setting=f"--speculative-adaptive --speculative-adaptive-config {SGLANG_CONFIG_FILE} "
-                                 f"--speculative-eagle-topk 1",
+                                 f"--speculative-eagle-topk 1{cpu}",
                          note="; ".join([note, *said]), config_file=SGLANG_CONFIG_FILE,
                          config_text=json.dumps(config))
 

@@ -6,7 +6,7 @@ HTTP, so a vLLM URL arm stays unknown and the advice says so).
 Flags read: vLLM ``--speculative-config JSON`` (vllm/config/speculative.py: ``method``, ``model``,
 ``num_speculative_tokens``) and ``--max-num-seqs``; SGLang and ``specgauge serve``
 ``--speculative-algorithm``, ``--speculative-num-steps``, ``--speculative-eagle-topk``,
-``--speculative-draft-model-path``, ``--max-running-requests`` (python/sglang/srt/server_args.py).
+``--speculative-draft-model-path``, ``--max-running-requests``, ``--device`` (python/sglang/srt/server_args.py).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def from_arguments(argv: list[str], *, engine_hint: str | None = None) -> tuple[
         num_speculative_tokens=_int(flags.get("--speculative-num-steps")),
         eagle_topk=_int(flags.get("--speculative-eagle-topk")),
         draft_model=flags.get("--speculative-draft-model-path"),
-        max_num_seqs=_int(flags.get("--max-running-requests")),
+        max_num_seqs=_int(flags.get("--max-running-requests")), device=flags.get("--device"),
         source="engine arguments" if engine == "specgauge" else "launch command"), None
 
 
@@ -72,7 +72,8 @@ def from_server_info(info: object, *, engine: str = "sglang") -> SpeculationSetu
         num_speculative_tokens=_int(info.get("speculative_num_steps")),
         eagle_topk=_int(info.get("speculative_eagle_topk")),
         draft_model=info.get("speculative_draft_model_path"),
-        max_num_seqs=_int(info.get("max_running_requests")), source="server_info")
+        max_num_seqs=_int(info.get("max_running_requests")),
+        device=info.get("device") if isinstance(info.get("device"), str) else None, source="server_info")
 
 
 def speculation_setup(kind: str, value: str, fingerprint: dict | None) -> tuple[SpeculationSetup, dict | None]:

@@ -11,6 +11,11 @@ What this CPU needs, found by running it (docs/real-engines.md):
 * ``--max-total-tokens`` (KV cache tokens): without it SGLang sized its KV cache to 17.8 GB of RAM;
 * ``--context-length``: the shipped model's context (512 or 4,096);
 * ``--disable-overlap-schedule``: the CPU path runs without the overlap scheduler;
+* ``--cuda-graph-backend-decode disabled``: a CPU has no CUDA graphs, but SGLang's adaptive
+  speculation (``--speculative-adaptive``) builds a decode graph runner for each of its states
+  unless this says not to (``build_adaptive_runtime_state`` in
+  ``python/sglang/srt/speculative/eagle_worker_v2.py``), and the ``intel_amx`` backend has none
+  (``NotImplementedError`` in ``init_cuda_graph_state``); plain and EAGLE-3 serving are unchanged;
 * ``--enable-metrics``: the Prometheus gauges (``sglang:spec_accept_length`` …), read by bench;
 * ``HF_HUB_OFFLINE=1``: everything is local.
 
@@ -33,6 +38,7 @@ MAX_TOTAL_TOKENS = 16384
 EAGLE3_DEPTH = 3
 NGRAM_DEPTH = 3
 ALGORITHMS = {"eagle3": "EAGLE3", "ngram": "NGRAM"}
+CPU_GRAPH_FLAGS = ("--cuda-graph-backend-decode", "disabled")   # the module doc says why
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,8 @@ class SglangSetup(ServerSetup):
         """What this CPU and these models need beside the model and port (the module doc): also
         ``compare --engine sglang --server-args``."""
         return ["--device", "cpu", "--dtype", DTYPE, "--context-length", str(self.context_length),
-                "--max-total-tokens", str(MAX_TOTAL_TOKENS), "--disable-overlap-schedule", "--enable-metrics"]
+                "--max-total-tokens", str(MAX_TOTAL_TOKENS), "--disable-overlap-schedule",
+                *CPU_GRAPH_FLAGS, "--enable-metrics"]
 
     def server_args(self, port: int | str, *, extra: tuple[str, ...] = ()) -> list[str]:
         """SGLang's arguments common to every method (model, device, dtype, KV size, loopback port)."""

@@ -192,8 +192,26 @@ def _settings(result, arms, algorithm: str):
     from specgauge.tune.settings import schedule_settings
 
     kind = arms[0].kind
-    setup = SpeculationSetup(engine="specgauge", method=algorithm) if kind == "engine" else SpeculationSetup()
+    setup = SpeculationSetup(engine="specgauge", method=algorithm) if kind == "engine" else _template_setup(arms)
     return schedule_settings(result.schedule, setup)
+
+
+def _template_setup(arms):
+    """What launched arms' own commands state (SGLang's --speculative-algorithm, --device ...): the
+    first arm that states a method; unknown otherwise."""
+    import shlex
+
+    from specgauge.analysis.results import SpeculationSetup
+    from specgauge.compare.speculation_setup import from_arguments
+
+    for arm in arms:
+        try:
+            stated, _config = from_arguments(shlex.split(str(arm.value)))
+        except ValueError:
+            continue
+        if stated.method:
+            return stated
+    return SpeculationSetup()
 
 
 def _emit(result, settings, document: dict, stored, output_json: str | None, db: str) -> None:

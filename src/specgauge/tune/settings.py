@@ -20,6 +20,7 @@ import shlex
 
 from specgauge.analysis.results import ServerSetting, SpeculationSetup
 from specgauge.analysis.server_settings import (SGLANG_ADAPTIVE_ALGORITHMS, SGLANG_ALGORITHM_OF_VLLM, SGLANG_CONFIG_FILE,
+                                                SGLANG_CPU_ADAPTIVE_FLAGS, SGLANG_CPU_NOTE,
                                                 validate_sglang_adaptive_config, validate_vllm_config,
                                                 vllm_base_config)
 from specgauge.tune.choice import TunedSchedule
@@ -73,6 +74,9 @@ def sglang_schedule_setting(schedule: TunedSchedule, setup: SpeculationSetup) ->
                     f"(adaptive_spec_params.py adaptive_unsupported_reason)")
     if schedule.context_axis:
         said.append("SGLang has no context-length axis: each tier takes the smallest depth over the context bands")
+    cpu = f" {SGLANG_CPU_ADAPTIVE_FLAGS}" if setup.device == "cpu" else ""
+    if cpu:
+        said.append(SGLANG_CPU_NOTE)
     config = sglang_adaptive_config(schedule)
     note = (f"write {SGLANG_CONFIG_FILE} with the JSON below: each key is the first batch size of a tier, "
             f"candidate_steps its draft steps (0 = no drafting); SGLang pads a batch to its CUDA-graph batch "
@@ -80,7 +84,7 @@ def sglang_schedule_setting(schedule: TunedSchedule, setup: SpeculationSetup) ->
     return ServerSetting(server="sglang",
                          setting=f"--speculative-num-steps {schedule.max_depth} --speculative-eagle-topk 1 "
                                  f"--speculative-num-draft-tokens {schedule.max_depth + 1} "
-                                 f"--speculative-adaptive --speculative-adaptive-config {SGLANG_CONFIG_FILE}",
+                                 f"--speculative-adaptive --speculative-adaptive-config {SGLANG_CONFIG_FILE}{cpu}",
                          note="; ".join([note, *said]), config_file=SGLANG_CONFIG_FILE, config_text=json.dumps(config))
 
 
