@@ -47,6 +47,7 @@ class ServerSetup:
     built_marker: ClassVar[str] = ""    # a file the build leaves in the venv when it finished
     venv_dir: ClassVar[str] = ""        # the virtualenv, under the repository root
     models_dir: ClassVar[str] = ""      # the laid-out copies, under the repository root's .cache/
+    extra_last: ClassVar[bool] = False  # extra arguments after the method's (they override its flags)
 
     @classmethod
     def paths(cls, root: Path, model) -> dict[str, Path]:
@@ -100,6 +101,9 @@ class ServerSetup:
         """The full command (``env VAR=… python -m MODULE …``): it runs as it is under a shell and
         after :func:`shlex.split` (a launch-command arm)."""
         env = [f"{k}={v}" for k, v in self.environment().items()]
+        if self.extra_last:   # so that an extra flag wins over the method's own (argparse: the last one)
+            return ["env", *env, str(self.python), "-m", self.module, *self.server_args(port),
+                    *self.method_args(method, depth, override), *extra]
         return ["env", *env, str(self.python), "-m", self.module, *self.server_args(port, extra=extra),
                 *self.method_args(method, depth, override)]
 

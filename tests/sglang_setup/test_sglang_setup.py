@@ -30,6 +30,9 @@ def test_each_shipped_model_is_served_at_its_own_context_with_compares_flags(tmp
     assert ngram[ngram.index("--speculative-algorithm"):] == ["--speculative-algorithm", "NGRAM",
                                                                "--speculative-num-draft-tokens", "6"]
     assert "--speculative-algorithm" not in default_setup(tmp_path).argv("plain", 8000)
+    # Extra arguments (an advised setting) come last, so they win over the method's own flags.
+    advised = default_setup(tmp_path).argv("eagle3", 8000, extra=("--speculative-num-steps", "5"))
+    assert advised[-2:] == ["--speculative-num-steps", "5"]
 
 
 def test_prepare_lays_out_every_pair_with_sglangs_layer_ids(tmp_path, capsys):

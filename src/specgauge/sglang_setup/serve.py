@@ -17,7 +17,13 @@ What this CPU needs, found by running it (docs/real-engines.md):
   ``python/sglang/srt/speculative/eagle_worker_v2.py``), and the ``intel_amx`` backend has none
   (``NotImplementedError`` in ``init_cuda_graph_state``); plain and EAGLE-3 serving are unchanged;
 * ``--enable-metrics``: the Prometheus gauges (``sglang:spec_accept_length`` …), read by bench;
-* ``HF_HUB_OFFLINE=1``: everything is local.
+* ``HF_HUB_OFFLINE=1``: everything is local;
+* ``--nccl-port``, below the ephemeral port range: SGLang picks its torch.distributed port with
+  ``get_free_port()`` (``PortArgs.init_new`` in server_args.py) before its HTTP server binds
+  ``--port``, and the OS can hand it that very port, which a launcher had just found free: then the
+  scheduler holds the port, uvicorn fails with "address already in use" and the server never
+  answers (seen once in about fifteen starts here). A port outside the ephemeral range cannot be
+  the launcher's.
 
 Flags as ``python/sglang/srt/server_args.py`` defines them; the speculation flags are
 :func:`specgauge.compare.launch_profiles.sglang_flags`, what ``compare --engine sglang`` writes.
@@ -51,6 +57,7 @@ class SglangSetup(ServerSetup):
     models_dir = "sglang-models"
     module = "sglang.launch_server"
     built_marker = ".installed-2f14d6c"   # the Makefile's SGLANG_STAMP
+    extra_last = True   # advised flags (--speculative-num-steps 5 …) override the method's defaults
 
     def context_flag(self) -> str:
         return f"--context-length {self.context_length}"
@@ -68,9 +75,11 @@ class SglangSetup(ServerSetup):
                 *CPU_GRAPH_FLAGS, "--enable-metrics"]
 
     def server_args(self, port: int | str, *, extra: tuple[str, ...] = ()) -> list[str]:
-        """SGLang's arguments common to every method (model, device, dtype, KV size, loopback port)."""
+        """SGLang's arguments common to every method (model, device, dtype, KV size, loopback port;
+        with a numeric port, the torch.distributed port too, see the module doc)."""
+        nccl = ["--nccl-port", str(nccl_port(port))] if isinstance(port, int) else []
         return ["--model-path", str(self.target), "--served-model-name", SERVED_NAME, *self.cpu_args(),
-                "--host", "127.0.0.1", "--port", str(port), *extra]
+                "--host", "127.0.0.1", "--port", str(port), *nccl, *extra]
 
     def method_args(self, method: Method, depth: int | None, override: object) -> list[str]:
         """The speculation flags of ``method`` (``override``, a list of flags, replaces them)."""
@@ -83,6 +92,22 @@ class SglangSetup(ServerSetup):
                                 draft_model=str(self.draft) if method == "eagle3" else None,
                                 num_speculative_tokens=depth or default)
         return sglang_flags(profile, ALGORITHMS[method])
+
+
+def nccl_port(port: int, low: int = 20000, span: int = 10000) -> int:
+    """A free loopback port in ``[low, low + span)`` (below Linux's ephemeral range, 32768 up), the
+    first from ``low + port % span``: for SGLang's ``--nccl-port`` (module doc)."""
+    import socket
+
+    for offset in range(span):
+        candidate = low + (port + offset) % span
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return candidate
+    raise SetupError(f"no free port in {low}-{low + span - 1} for SGLang's --nccl-port")
 
 
 def default_setup(root: Path, model: ShippedModel = DEFAULT) -> SglangSetup:
