@@ -1,86 +1,15 @@
-"""Helpers of the tests against a real vLLM (``make vllm`` builds it; ``make test-vllm`` runs them).
-
-Servers are launched with :class:`specgauge.compare.arms.LaunchedServer` (a free loopback port,
-waits until ``/health`` answers or the process exits, stops the process group), from the command
-lines of :mod:`specgauge.vllm_setup.serve`.
-"""
+"""Helpers of the tests against a real vLLM (``make vllm`` builds it; ``make test-vllm`` runs them):
+the shared ones (``tests/real_server_kit.py``) and the set-up ``make vllm`` made."""
 from __future__ import annotations
 
-import contextlib
-import json
-import shlex
-import subprocess
-import sys
-import urllib.request
-from pathlib import Path
-from typing import Iterator
+from real_server_kit import (CLI_TIMEOUT_S, REPO, START_TIMEOUT_S, chat, checked, command,  # noqa: F401
+                             counter, launched, metrics, specgauge)
 
-import pytest
-
-from specgauge.client.server_metrics import parse_prometheus
-from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.shipped_models import DEFAULT, ShippedModel
-from specgauge.vllm_setup.serve import SetupError, VllmSetup, default_setup
-
-REPO = Path(__file__).resolve().parents[2]
-# A bound on waiting for a server to answer (a condition, not a timed assert): vLLM takes 1-4
-# minutes to start on two busy cores.
-START_TIMEOUT_S = 1200.0
-CLI_TIMEOUT_S = 3000
+from specgauge.vllm_setup.serve import VllmSetup, default_setup
 
 
 def vllm_setup(model: ShippedModel = DEFAULT) -> VllmSetup:
     """The set-up ``make vllm`` made for the shipped ``model``; a test *failure* (never a skip)
     when a piece is missing."""
-    setup = default_setup(REPO, model)
-    try:
-        setup.check()
-    except SetupError as exc:
-        pytest.fail(f"the real vLLM is not set up ({exc}); run `make vllm`", pytrace=False)
-    return setup
-
-
-def command(argv: list[str]) -> str:
-    """A launch command (with ``{port}``) as ``compare --*-cmd`` takes it."""
-    return shlex.join(argv)
-
-
-@contextlib.contextmanager
-def launched(argv: list[str], log_dir: Path) -> Iterator[LaunchedServer]:
-    """Start ``argv`` (with ``{port}`` where the port goes) and stop its process group on exit."""
-    spec = ArmSpec(name="speculative", kind="command", value=command(argv))
-    server = LaunchedServer(spec, start_timeout_s=START_TIMEOUT_S, log_dir=log_dir)
-    with server:
-        yield server
-
-
-def metrics(url: str) -> dict[tuple[str, tuple], float]:
-    """``/metrics`` as ``{(name, sorted labels without engine/model_name): value}``."""
-    with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
-        text = response.read().decode()
-    out: dict[tuple[str, tuple], float] = {}
-    for name, labels, value in parse_prometheus(text):
-        key = (name, tuple(sorted((k, v) for k, v in labels.items() if k not in ("engine", "model_name"))))
-        out[key] = out.get(key, 0.0) + value
-    return out
-
-
-def counter(snapshot: dict, name: str, **labels: str) -> float:
-    """One counter's value in a :func:`metrics` snapshot (0 when absent)."""
-    return snapshot.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def chat(url: str, prompt: str, max_tokens: int = 24) -> dict:
-    """One non-streamed chat completion at temperature 0."""
-    body = json.dumps({"model": "specgauge-target", "messages": [{"role": "user", "content": prompt}],
-                       "max_tokens": max_tokens, "temperature": 0}).encode()
-    request = urllib.request.Request(url + "/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=300) as response:
-        return json.loads(response.read())
-
-
-def specgauge(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``python -m specgauge ARGS`` (this tree's code: conftest sets PYTHONPATH)."""
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True,
-                          timeout=CLI_TIMEOUT_S, cwd=cwd, stdin=subprocess.DEVNULL)
+    return checked(default_setup(REPO, model))

@@ -10,7 +10,10 @@
   ``vllm:spec_decode_*`` counters and of ``mean_acceptance_length`` in its per-request metrics).
   Every API is converted to it: SGLang's own ``completion_tokens / spec_verify_ct`` counts the
   first, prefill-made token as if a verify step had made it, so it becomes
-  ``(completion_tokens − 1) / spec_verify_ct`` (= ``1 + spec_num_correct_drafts / spec_verify_ct``).
+  ``(completion_tokens − 1) / spec_verify_ct`` — per request, and summed over a point
+  (``Σ(completion_tokens − 1) / Σ spec_verify_ct``, also from SGLang's Prometheus counters). SGLang's
+  correct-draft count is not used: it ran past ``max_new_tokens`` on a real SGLang
+  (``client/adapters/sglang.py``).
 """
 
 from __future__ import annotations
@@ -81,9 +84,9 @@ def decode_tok_s(record: RequestRecord) -> float | None:
 
 def accept_length(record: RequestRecord) -> float | None:
     """Per-request acceptance length in the one definition above: ``1 + accepted / verify steps``
-    from the counts when the server gives them (vLLM ``metrics.speculative_decoding``, SGLang's
-    correct-draft counts), else ``(completion_tokens − 1) / spec_verify_ct`` (SGLang's figure less
-    the prefill-made token), else the server's own figure as it stands."""
+    from the counts when the server gives them (vLLM ``metrics.speculative_decoding``; SGLang's
+    correct-draft count is never read into them), else ``(completion_tokens − 1) / spec_verify_ct``
+    (SGLang's figure less the prefill-made token), else the server's own figure as it stands."""
     if record.spec_correct_drafts is not None and record.spec_verify_ct:
         return 1.0 + record.spec_correct_drafts / record.spec_verify_ct
     if record.spec_verify_ct and record.output_tokens:

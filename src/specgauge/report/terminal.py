@@ -143,11 +143,15 @@ def run_table(run: RunRow, points: list[PointRow]) -> Table:
             _num(doc["achieved_concurrency"]),
             _ms(doc["ttft_ms"]["p50"]), _ms(doc["ttft_ms"]["p99"]), _ms(doc["tpot_ms"]["p50"]),
             _ms(doc["icl_ms"]["p50"]), _ms(doc["itl_ms"]["p50"]), _ms(doc["e2e_ms"]["p50"]),
-            _num(doc["accept_length"], ".2f"), note,
+            _num(doc["accept_length"], ".2f") + ("*" if doc["accept_length_source"] == "server_point" else ""), note,
         )
     sources = sorted({doc["token_count_source"] for doc in map(point_document, points) if doc["token_count_source"]})
     counted = f" · token counts: {', '.join(sources)}" if sources else ""
-    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}"
+    docs = [point_document(p) for p in points if p.status == "done"]
+    starred = any(doc["accept_length_source"] == "server_point" for doc in docs)
+    accept = (" · accept: mean of per-request figures; * from the server's counters over the point"
+              if starred else "")
+    table.caption = f"latencies in ms · ICL per chunk, ITL per token · conc = achieved concurrency{counted}{accept}"
     return table
 
 
