@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from specgauge.shipped_models import DEFAULT, SHIPPED
 from specgauge.vllm_setup.__main__ import main
 from specgauge.vllm_setup.serve import default_setup
@@ -34,7 +36,12 @@ def test_prepare_lays_out_every_shipped_drafter_pair(tmp_path, capsys):
     assert printed.err.startswith("vllm_setup: ") and ".venv-vllm" in printed.err and printed.err.count("\n") == 1
 
 
-def test_serve_names_an_unknown_model_in_one_line(tmp_path, capsys):
-    assert main(["--root", str(tmp_path), "serve", "eagle3", "--port", "8000", "--model", "nope"]) == 2
+@pytest.mark.parametrize("engine", ["vllm_setup", "sglang_setup"])
+def test_serve_names_an_unknown_model_in_one_line(engine, tmp_path, capsys):
+    """Both set-ups' command line (specgauge.server_setup.serve_main)."""
+    import importlib
+
+    entry = importlib.import_module(f"specgauge.{engine}.__main__").main
+    assert entry(["--root", str(tmp_path), "serve", "eagle3", "--port", "8000", "--model", "nope"]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.startswith("vllm_setup: unknown model 'nope'") and "\n" not in error
+    assert error.startswith(f"{engine}: unknown model 'nope'") and "\n" not in error
