@@ -37,8 +37,9 @@ def main() -> None:
     out = args.output_dir or Path(tempfile.mkdtemp(prefix="vllm-compare-"))
     command = [sys.executable, "-m", "specgauge", "compare",
                "--baseline-cmd", setup.command_line("plain"), "--speculative-cmd", setup.command_line(args.method),
-               "--domains", "coding,encyclopedic", "--num-requests", args.num_requests,
-               "--concurrency", args.concurrency, "--max-tokens", args.max_tokens, "--warmup", "2", "--rounds", args.rounds,
+               "--domains", "coding,encyclopedic", "--single-stream-requests", args.num_requests,
+               "--concurrency", args.concurrency, "--max-tokens", args.max_tokens, "--warmup", "2",
+               "--rounds", args.rounds,
                "--label", f"vLLM {args.method}", "--start-timeout", "1200",
                "--output-dir", str(out), "--db", str(out / "compare.db")]
     done = subprocess.run(command, stdin=subprocess.DEVNULL)

@@ -21,15 +21,9 @@ from specgauge.load.bench_config import BenchConfig
 from specgauge.store import Store
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest, write_suite_jsonl
 from specgauge.testing.scripted_server import Script, ScriptedServer, VllmCounters, refused_url
+from cli_testkit import run_cli as cli
 
 CONTRACT_STATS = ("ttft_ms", "tpot_ms", "icl_ms", "itl_ms", "e2e_ms")
-
-
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
@@ -461,11 +455,12 @@ def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
     (["--num-requests", "0"], ["--num-requests"]),
     (["--rate", "2", "--request-rate", "3"], ["--rate", "--request-rate"]),
     (["--backend", "sglang", "--api", "openai-chat"], ["--backend sglang", "--api sglang"]),
-    (["--num-prompts", "5", "--num-requests", "6"], ["--num-prompts", "--num-requests"]),
+    (["--num-prompts", "0"], ["--num-requests"]),   # one option under two names
     (["--request-rate", "2,fast"], ["--request-rate", "'fast'"]),
     (["--goodput", "ttft=200"], ["--goodput", "METRIC:MILLISECONDS"]),
     (["--goodput", "itl:5"], ["--goodput", "unknown metric 'itl'"]),
-    (["--metric-percentiles", "0,99"], ["--metric-percentiles", "(0, 100]"]),
+    (["--metric-percentiles", "0,99"], ["--metric-percentiles", "> 0"]),
+    (["--metric-percentiles", "50,101"], ["--metric-percentiles", "<= 100"]),
     (["--percentile-metrics", "ttft,speed"], ["--percentile-metrics"]),
     (["--dataset-name", "sharegpt"], ["--dataset-path"]),
     (["--random-range-ratio", "1"], ["--random-range-ratio"]),

@@ -115,7 +115,8 @@ def _threshold(crossover: Crossover, assessment: SweepAssessment) -> tuple[int |
 
 def _settle_hint(rounds: int, drift: DriftEstimate | None) -> str:
     more_rounds = f"--rounds {max(3, rounds + 1)}"
-    hint = f"rerun with {more_rounds} and more requests per point (--num-requests, --sweep-requests)"
+    hint = (f"rerun with {more_rounds} and more requests per point (--num-requests, or --single-stream-requests "
+            f"and --min-requests)")
     if drift is not None and drift.per_measurement is not None and drift.per_measurement > 0.05:
         hint += f", on a quieter machine (its speed drifted {drift.per_measurement:.0%} between repeated measurements)"
     elif drift is None or drift.sigma is None:
@@ -192,7 +193,8 @@ def recommendation_sentence(recommendation: Recommendation) -> str:
         return f"Disable speculation above {threshold} concurrent requests."
     what = ("No threshold: no tested concurrency shows a clear loss" if threshold is None else
             "Switch speculation off, tentatively" if threshold == 0 else
-            f"Tentatively, disable speculation above {threshold} concurrent requests (the first clear loss is above it)")
+            f"Tentatively, disable speculation above {threshold} concurrent requests "
+            f"(the first clear loss is above it)")
     return f"Uncertain — {what}; {recommendation.uncertain_because}. To settle it: {recommendation.to_settle}."
 
 

@@ -303,9 +303,8 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         if level == 1:
             at_one[stage_name] = (base, spec)
     repeated = _repeated_measurements(stages, at_one)
-    drift = estimate_drift([(first, second) for _, first, second, _ in repeated]
-                           + [pair for _, _, base, spec in cells for arm in (base, spec) for pair in _round_repeats(arm)],
-                           settings.rounds)
+    arm_pairs = [pair for _, _, base, spec in cells for arm in (base, spec) for pair in _round_repeats(arm)]
+    drift = estimate_drift([(first, second) for _, first, second, _ in repeated] + arm_pairs, settings.rounds)
     accept_by_domain: dict[str, float | None] = {}
     for stage_name, level, base, spec in cells:
         all_base += base.records

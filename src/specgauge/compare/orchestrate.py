@@ -112,7 +112,7 @@ class _Ledger:
             return run
         self.runs.setdefault((stage.name, arm), []).append(run_id)
         return await reopen_run(run_id, store, stage_progress, url=url, api_key=plan.api_key,
-                                placement=self.placement)
+                                headers=plan.headers, placement=self.placement)
 
 
 @dataclasses.dataclass

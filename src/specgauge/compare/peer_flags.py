@@ -40,8 +40,8 @@ async def _tokenizer_path(plan, tokenizer: str | None) -> str | None:
 async def dataset_suite_file(plan, options: dict, work_dir: Path) -> str:
     """Write the ``--dataset-name`` prompts once as a suite file and return its path.
 
-    It holds as many prompts as the largest stage sends (``--num-prompts``/``--sweep-requests``, the
-    sweep's scaled counts, ``--num-requests``), so no stage repeats a prompt; a random dataset's
+    It holds as many prompts as the largest stage sends (the sweep's counts and the single stream's),
+    so no stage repeats a prompt; a random dataset's
     requests are all domain ``random`` (its single-stream stage is one domain).
     """
     count = max([plan.sweep_requests(c) for c in plan.concurrency] + [plan.num_requests_single])

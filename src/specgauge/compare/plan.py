@@ -80,6 +80,7 @@ class ComparePlan(BaseModel):
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
     api_key: str | None = Field(default=None, exclude=True)
+    headers: tuple[tuple[str, str], ...] = Field(default=(), exclude=True)   # --header: sent, never stored
 
     @model_validator(mode="before")
     @classmethod
@@ -145,5 +146,6 @@ class ComparePlan(BaseModel):
         return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=stage.concurrency,
                            num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
                            max_tokens=self.max_tokens, temperature=self.temperature, model=self.model,
-                           api_key=self.api_key, tokenizer_path=self.tokenizer, ignore_eos=self.ignore_eos,
+                           api_key=self.api_key, headers=self.headers, tokenizer_path=self.tokenizer,
+                           ignore_eos=self.ignore_eos,
                            raw_chat_format=self.raw_chat_format)

@@ -96,10 +96,14 @@ def server_changes(old: dict | None, new: dict | None) -> tuple[str, ...]:
                  if old_id.get(key) != new_id.get(key))
 
 
-def baseline_config(run: RunRow, url: str, *, api_key: str | None) -> BenchConfig:
-    """The stored run's config pointed at ``url`` (secret headers are not stored: none are sent)."""
+def baseline_config(run: RunRow, url: str, *, api_key: str | None,
+                    headers: tuple[tuple[str, str], ...] = ()) -> BenchConfig:
+    """The stored run's config pointed at ``url``; secret headers are not stored: ``headers``
+    (``--header``) supply them and replace stored ones of the same name."""
     stored = {k: v for k, v in run.config.items() if k != "headers"}
-    headers = [(k, v) for k, v in run.config.get("headers", []) if v != "<redacted>"]
+    given = {name.lower() for name, _ in headers}
+    headers = [(k, v) for k, v in run.config.get("headers", []) if v != "<redacted>" and k.lower() not in given] + \
+        list(headers)
     return BenchConfig.model_validate({**stored, "url": url, "headers": headers, "api_key": api_key})
 
 
@@ -211,7 +215,8 @@ def compare_runs(store: Store, baseline_name: str, baseline_run_id: int, new_run
 
 
 async def run_against_baseline(store: Store, name: str, arm: ArmSpec, *, allow_suite_change: bool = False,
-                               allow_server_change: bool = False, api_key: str | None = None, progress=None,
+                               allow_server_change: bool = False, api_key: str | None = None,
+                               headers: tuple[tuple[str, str], ...] = (), progress=None,
                                start_timeout_s: float = 180.0, log_dir=None, seed: int = 0,
                                resamples: int = DEFAULT_RESAMPLES,
                                min_effect: float = DEFAULT_MIN_EFFECT,
@@ -230,7 +235,7 @@ async def run_against_baseline(store: Store, name: str, arm: ArmSpec, *, allow_s
     server = LaunchedServer(arm, start_timeout_s=start_timeout_s, log_dir=log_dir) if arm.launched else None
     try:
         url = server.start().url if server else arm.value
-        summary = await run_benchmark(baseline_config(old_run, url, api_key=api_key), store, progress,
+        summary = await run_benchmark(baseline_config(old_run, url, api_key=api_key, headers=headers), store, progress,
                                       placement=placement)
     finally:
         if server:

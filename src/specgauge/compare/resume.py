@@ -14,7 +14,7 @@ import click
 from specgauge.errors import UserError
 
 # Options a resumed comparison may take; every other one is part of the stored plan.
-RESUME_OPTIONS = frozenset({"resume", "db", "api_key", "output_json", "output_dir", "verify",
+RESUME_OPTIONS = frozenset({"resume", "db", "api_key", "headers", "output_json", "output_dir", "verify",
                             "save_result", "result_filename", "percentile_metrics", "metric_percentiles",  # files
                             "workers", "ray_address", "workers_per_node"})  # where the load runs: any
 _COMPARISON_ID = re.compile(r"^c?(\d+)$")
@@ -38,7 +38,7 @@ def check_resume_options(ctx: click.Context) -> None:
                                    f"drop {param.opts[0]}")
 
 
-def stored_plan(db: str, comparison_id: int, api_key: str | None):
+def stored_plan(db: str, comparison_id: int, api_key: str | None, headers: tuple[tuple[str, str], ...] = ()):
     """The :class:`~specgauge.compare.plan.ComparePlan` of a stopped comparison (one-line errors for
     an unknown id or one that is done)."""
     from specgauge.compare.plan import ComparePlan
@@ -49,4 +49,4 @@ def stored_plan(db: str, comparison_id: int, api_key: str | None):
     if row.status == "done":
         raise UserError(f"comparison c{comparison_id} is done; nothing to resume "
                         f"(specgauge report c{comparison_id} --db {db} shows it)")
-    return ComparePlan.model_validate({**row.plan, "api_key": api_key})
+    return ComparePlan.model_validate({**row.plan, "api_key": api_key, "headers": headers})

@@ -14,11 +14,16 @@ from specgauge.store import Store
 DISABLE_FLAG = "--speculative-disable-above"
 
 
-def require_threshold_flag() -> None:
-    """Refuse ``--verify`` up front when this build's ``specgauge serve`` has no threshold flag."""
+def has_threshold_flag() -> bool:
+    """Whether this build's ``specgauge serve`` takes the threshold flag."""
     from specgauge.compare.demo import serve_help
 
-    if DISABLE_FLAG not in serve_help():
+    return DISABLE_FLAG in serve_help()
+
+
+def require_threshold_flag() -> None:
+    """Refuse ``--verify`` up front when this build's ``specgauge serve`` has no threshold flag."""
+    if not has_threshold_flag():
         raise UserError(f"--verify: this build's 'specgauge serve' has no {DISABLE_FLAG} option, so the "
                         f"threshold cannot be applied")
 

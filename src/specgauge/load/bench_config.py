@@ -55,8 +55,8 @@ class BenchConfig(BaseModel):
 
     Points run in order: one closed-loop point per ``concurrency`` entry, then one open-loop point
     per ``rates`` entry. With neither, the single-stream point (concurrency 1) runs.
-    Without ``num_requests`` or ``duration_s``, a closed-loop point sends max(16, 4 x concurrency)
-    requests and an open-loop point 64.
+    Without ``num_requests`` or ``duration_s``, a closed-loop point sends max(``min_requests``,
+    ``requests_per_user`` x concurrency) requests (16 and 4 by default) and an open-loop point 64.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,6 +67,8 @@ class BenchConfig(BaseModel):
     concurrency: tuple[int, ...] = ()
     rates: tuple[float, ...] = ()
     num_requests: int | None = Field(default=None, ge=1)
+    requests_per_user: int = Field(default=4, ge=1)
+    min_requests: int = Field(default=16, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     arrival: Literal["poisson", "gamma"] = "poisson"
     burstiness: float = Field(default=1.0, gt=0)
@@ -163,7 +165,8 @@ class BenchConfig(BaseModel):
         closed = self.concurrency or (() if self.rates else (self.max_concurrency or 1,))
         if self.max_concurrency is not None:
             closed = tuple(dict.fromkeys(min(c, self.max_concurrency) for c in closed))
-        specs = [PointSpec(mode="closed", concurrency=c, num_requests=self._count(max(16, 4 * c)), **common)
+        specs = [PointSpec(mode="closed", concurrency=c,
+                           num_requests=self._count(max(self.min_requests, self.requests_per_user * c)), **common)
                  for c in closed]
         specs += [PointSpec(mode="open", rate=r, arrival=self.arrival, burstiness=self.burstiness,
                             max_concurrency=self.max_concurrency,

@@ -5,12 +5,12 @@ Heavy imports (numpy, aiohttp, rich tables) stay inside the command bodies.
 
 from __future__ import annotations
 
-import math
-import sys
 from pathlib import Path
 
 import click
 
+from specgauge.cli_options import (POSITIVE_INTS, POSITIVE_NUMBERS, console, db_option, one_line_validation_error,
+                                   request_count_options, secret_options, warmup_option, write_text)
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
 from specgauge.tokenizer_option import TokenizerPath
@@ -18,93 +18,28 @@ from specgauge.load.peer_flags import PEER_RUN_OPTIONS, PeerFlagsCommand, peer_o
 from specgauge.load.workers.options import placement_from, placement_options
 from specgauge.output_paths import check_output_file
 
-DB_OPTION_HELP = "results store (an SQLite file)"
 # Options that define a run's load; --resume takes them from the stored run instead.
-RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "duration", "arrival",
-                        "burstiness", "max_concurrency", "warmup", "seed", "max_tokens", "temperature",
-                        "model", "tokenizer", "max_error_rate") + PEER_RUN_OPTIONS
-
-
-class _NumberList(click.ParamType):
-    """A comma-separated list of positive numbers: ``1,8,64``."""
-
-    def __init__(self, kind: type) -> None:
-        self.kind = kind
-        self.name = "INT,INT,..." if kind is int else "NUM,NUM,..."
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        items = [part.strip() for part in str(value).split(",")]
-        numbers = []
-        for item in items:
-            try:
-                number = self.kind(item)
-            except ValueError:
-                self.fail(f"{value!r}: {item!r} is not {'an integer' if self.kind is int else 'a number'}",
-                          param, ctx)
-            if not (number > 0 and math.isfinite(number)):
-                self.fail(f"{value!r}: every value must be > 0 (got {item})", param, ctx)
-            numbers.append(number)
-        return tuple(numbers)
-
-
-def _parse_headers(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    headers = []
-    for raw in values:
-        name, sep, value = raw.partition(":")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{raw!r} is not NAME:VALUE", param_hint="'--header'")
-        headers.append((name.strip(), value.strip()))
-    return tuple(headers)
-
-
-def _one_line_validation_error(exc) -> UserError:
-    """A pydantic ValidationError as one line naming the option."""
-    parts = []
-    for error in exc.errors():
-        field = ".".join(str(p) for p in error.get("loc", ()) if not isinstance(p, int))
-        message = error.get("msg", "invalid").removeprefix("Value error, ")
-        name = "URL" if field == "url" else f"--{field.replace('_', '-')}"
-        parts.append(f"{name}: {message}" if field else message)
-    return UserError("; ".join(parts))
-
-
-def _write_text(path: str, text: str) -> None:
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _console(*, stderr: bool = False):
-    """A rich console; 160 columns wide when the output is a file or pipe, not a terminal."""
-    from rich.console import Console
-
-    console = Console(stderr=stderr)
-    return console if console.is_terminal else Console(stderr=stderr, width=160)
+RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "requests_per_user",
+                        "min_requests", "duration", "arrival", "burstiness", "max_concurrency", "warmup", "seed",
+                        "max_tokens", "temperature", "model", "tokenizer", "max_error_rate") + PEER_RUN_OPTIONS
 
 
 def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
     from specgauge.report.terminal import run_notes, run_table
 
-    console, run, points = _console(stderr=to_stderr), store.get_run(run_id), store.get_points(run_id)
-    console.print(run_table(run, points))
+    out, run, points = console(stderr=to_stderr), store.get_run(run_id), store.get_points(run_id)
+    out.print(run_table(run, points))
     for line in run_notes(run, points):
-        console.print(line, style="yellow" if line.startswith("warning") else None, soft_wrap=True, markup=False,
+        out.print(line, style="yellow" if line.startswith("warning") else None, soft_wrap=True, markup=False,
                       highlight=False)
 
 
 @click.command("bench", cls=PeerFlagsCommand)
 @click.argument("url", required=False)
 @click.option("--api", type=click.Choice(API_NAMES), help="wire format of the server (default openai-chat)")
-@click.option("--concurrency", type=_NumberList(int), help="closed-loop points, e.g. 1,8,64 (1 = single stream)")
-@click.option("--rate", type=_NumberList(float), help="open-loop points in requests/s, e.g. 2,4")
-@click.option("--num-requests", type=click.IntRange(min=1), help="measured requests per point")
+@click.option("--concurrency", type=POSITIVE_INTS, help="closed-loop points, e.g. 1,8,64 (1 = single stream)")
+@click.option("--rate", type=POSITIVE_NUMBERS, help="open-loop points in requests/s, e.g. 2,4")
+@request_count_options(min_requests=16, requests_per_user=4)
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), help="seconds per point")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="output tokens per request (else the suite's)")
 @click.option("--suite", default="smoke", show_default=True, help="built-in suite NAME[@VERSION] or a .jsonl file")
@@ -113,19 +48,17 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
               help="gamma shape (< 1 burstier); needs --arrival gamma")
 @click.option("--max-concurrency", type=click.IntRange(min=1),
               help="cap on requests in flight (open loop) and on --concurrency; alone: one closed-loop point")
-@click.option("--warmup", "--num-warmups", "--warmup-requests", "warmup", type=click.IntRange(min=0), default=0,
-              show_default=True, help="warm-up requests per point, excluded from every figure")
+@warmup_option
 @click.option("--seed", type=int, default=0, show_default=True, help="prompt order and arrival times")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @click.option("--model", help="model name (else auto-detected from /v1/models)")
-@click.option("--api-key", help="bearer token (else $OPENAI_API_KEY); never stored")
-@click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", help="extra HTTP header (repeatable)")
+@secret_options
 @click.option("--tokenizer", type=TokenizerPath(dir_okay=True),
               help="local tokenizer (or a shipped model's name) for token counts per chunk")
 @click.option("--max-error-rate", type=click.FloatRange(0, 1), default=0.05, show_default=True,
               help="flag points whose error rate is above this")
 @click.option("--output-json", metavar="FILE", help="write the run as JSON ('-' for stdout)")
-@click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
+@db_option
 @click.option("--resume", "resume_run_id", type=int, metavar="RUN_ID", help="finish an interrupted run")
 @placement_options
 @peer_options
@@ -137,7 +70,7 @@ def bench_command(ctx: click.Context, **options) -> None:
     from specgauge.report.export import run_document
     from specgauge.store import Store
 
-    headers = _parse_headers(options["headers"])
+    headers = options["headers"]
     check_output_file(options["output_json"], "--output-json")   # before anything runs, not after
     placement = placement_from(options)
     if options["resume_run_id"] is not None:
@@ -155,7 +88,7 @@ def bench_command(ctx: click.Context, **options) -> None:
             import json
 
             document = run_document(store.get_run(summary.run_id), store.get_points(summary.run_id))
-            _write_text(output_json, json.dumps(document, indent=2) + "\n")
+            write_text(output_json, json.dumps(document, indent=2) + "\n")
         if options["resume_run_id"] is None:
             _peer_results(store, summary.run_id, options, to_stderr=output_json == "-")
 
@@ -200,7 +133,7 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...], placem
             temperature=options["temperature"], model=options["model"], api_key=options["api_key"],
             headers=headers, tokenizer_path=options["tokenizer"], max_error_rate=options["max_error_rate"])
     except ValidationError as exc:
-        raise _one_line_validation_error(exc) from None
+        raise one_line_validation_error(exc) from None
     load_suite(config.suite)  # an unknown suite fails before the store file is created
     if config.tokenizer_path:  # not a tokenizer file: one line before any run is created
         from specgauge.client.tokens import load_tokenizer
@@ -262,7 +195,7 @@ async def _resume(run_id: int, db: str, api_key: str | None, headers: tuple[tupl
 
 
 @click.command("runs")
-@click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
+@db_option
 def runs_command(db: str) -> None:
     """List the stored runs, then the comparisons (ids like c3: 'specgauge show c3') and the tunes
     (ids like t2: 'specgauge report t2')."""
@@ -270,18 +203,18 @@ def runs_command(db: str) -> None:
     from specgauge.store import Store
 
     with Store.open(db, create=False, read_only=True) as store:
-        _console().print(runs_table([(run, store.get_points(run.id)) for run in store.list_runs()]))
+        console().print(runs_table([(run, store.get_points(run.id)) for run in store.list_runs()]))
         comparisons = [(row, store.comparison_runs(row.id)) for row in store.list_comparisons()]
         tunes = [(row, store.tune_runs(row.id)) for row in store.list_tunes()]
     if comparisons:
-        _console().print(comparisons_table(comparisons))
+        console().print(comparisons_table(comparisons))
     if tunes:
-        _console().print(tunes_table(tunes))
+        console().print(tunes_table(tunes))
 
 
 @click.command("show")
 @click.argument("run_id", metavar="ID")
-@click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
+@db_option
 def show_command(run_id: str, db: str) -> None:
     """Show a run's summary table (ID like 7: one row per point), a comparison's verdict (ID like c3) or a
     tune's heat map and verification (ID like t2)."""
@@ -297,10 +230,10 @@ def show_command(run_id: str, db: str) -> None:
         if ref.kind == "tune":
             from specgauge.report.tune_report import load_tune_report, print_tune
 
-            print_tune(_console(), load_tune_report(store, ref.id))
+            print_tune(console(), load_tune_report(store, ref.id))
             return
         data, _ = load_report(store, ref)
-    _console().print(verdict_renderable(data))
+    console().print(verdict_renderable(data))
 
 
 @click.command("export")
@@ -308,7 +241,7 @@ def show_command(run_id: str, db: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
 @click.option("--output", default="-", show_default=True, help="file to write ('-' for stdout)")
 @click.option("--requests", "per_request", is_flag=True, help="one row per request instead of per point")
-@click.option("--db", default="specgauge.db", show_default=True, help=DB_OPTION_HELP)
+@db_option
 def export_command(run_id: int, fmt: str, output: str, per_request: bool, db: str) -> None:
     """Export a run's points (or, with --requests, every request) as JSON or CSV."""
     import json
@@ -327,7 +260,7 @@ def export_command(run_id: int, fmt: str, output: str, per_request: bool, db: st
             text = to_csv({"run_id": run_id, **point_document(p)} for p in points)
         else:
             text = json.dumps(run_document(run, points), indent=2) + "\n"
-    _write_text(output, text)
+    write_text(output, text)
 
 
 def register(app: click.Group) -> None:

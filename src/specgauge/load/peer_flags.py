@@ -19,6 +19,7 @@ import re
 import click
 
 from specgauge.analysis.definitions import GOODPUT_METRICS
+from specgauge.cli_options import CommaList
 
 PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2el")      # vLLM's --percentile-metrics names
 INF_RATE_DEFAULT_REQUESTS = 64                            # bench's open-loop default count
@@ -32,31 +33,51 @@ BACKEND_APIS = {
     "sglang": "sglang", "sglang-native": "sglang",
 }
 # Options that define a run's load (``--resume`` refuses them, like the native ones).
-PEER_RUN_OPTIONS = ("base_url", "host", "port", "backend", "num_prompts", "request_rate", "dataset_name",
+PEER_RUN_OPTIONS = ("base_url", "host", "port", "backend", "request_rate", "dataset_name",
                     "dataset_path", "random_input_len",
                     "random_output_len", "random_range_ratio", "ignore_eos", "goodput", "percentile_metrics",
                     "metric_percentiles", "raw_chat_format")
 SLO_PAIR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*:[^\s:]+$")
 
 
-class _RateList(click.ParamType):
-    """``--request-rate``: requests/s, comma-separated; ``inf`` sends every request at once."""
+# ``--request-rate``: requests/s, comma-separated; ``inf`` sends every request at once.
+RATE_LIST = CommaList(float, metavar="RATE,...", low=0, low_open=True, finite=False)
+METRIC_NAMES = CommaList(str, metavar="METRIC,...", choices=PERCENTILE_METRICS)
+PERCENTILES = CommaList(float, metavar="P,...", low=0, low_open=True, high=100)
 
-    name = "RATE,..."
 
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        rates = []
-        for item in (part.strip() for part in str(value).split(",")):
-            try:
-                rate = float(item)
-            except ValueError:
-                self.fail(f"{value!r}: {item!r} is not a number (or inf)", param, ctx)
-            if not rate > 0 or math.isnan(rate):
-                self.fail(f"{value!r}: every rate must be > 0 (got {item})", param, ctx)
-            rates.append(rate)
-        return tuple(rates)
+def _shared_peer_options(scope: str) -> list:
+    """The dataset, EOS, summary and result-file flags ``bench`` and ``compare`` share; ``scope``
+    ("bench" or "compare") words their help."""
+    compare = scope == "compare"
+    summary = "each arm's vLLM-style result" if compare else "the vLLM-style summary"
+    return [
+        click.option("--dataset-name", type=click.Choice(["random", "sharegpt", "custom"]),
+                     help=("prompts of every stage, both arms: " if compare else "prompts: ")
+                     + "random (exact token lengths), sharegpt or custom (--dataset-path); "
+                     + ("instead of --suite/--domains" if compare else "else --suite")),
+        click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="file of --dataset-name"),
+        click.option("--random-input-len", type=click.IntRange(min=1), default=1024, show_default=True),
+        click.option("--random-output-len", type=click.IntRange(min=1), default=128, show_default=True),
+        click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0,
+                     show_default=True, help="lengths drawn from [L(1-r), L(1+r)] as vLLM does"),
+        click.option("--ignore-eos", is_flag=True, help="generate every max_tokens token" + (", both arms" if compare
+                                                        else "") + " (on by default with random)"),
+        click.option("--percentile-metrics", type=METRIC_NAMES, default="ttft,tpot,itl", show_default=True,
+                     help=f"metrics of {summary} ({','.join(PERCENTILE_METRICS)})"),
+        click.option("--metric-percentiles", type=PERCENTILES, default="99", show_default=True,
+                     help="percentiles, e.g. 50,90,99"),
+        click.option("--goodput", multiple=True, metavar="METRIC:MS",
+                     help=("SLO goodput per arm and point" if compare else "SLO goodput")
+                     + ", e.g. --goodput ttft:200 tpot:50 (ttft, tpot, e2el in ms)"),
+        click.option("--save-result", is_flag=True,
+                     help="write one vLLM-style result JSON per arm" if compare else "write a vLLM-style result JSON"),
+        click.option("--result-filename", metavar="FILE",
+                     help="NAME.json → NAME-baseline.json and NAME-speculative.json (implies --save-result)"
+                     if compare else "its file name (implies --save-result)"),
+        click.option("--raw-chat-format", is_flag=True,
+                     help="allow plain 'User: ...' text for chat suites on a raw-text API with no chat template"),
+    ]
 
 
 def peer_options(function):
@@ -67,27 +88,10 @@ def peer_options(function):
         click.option("--port", type=click.IntRange(1, 65535), help="vLLM/SGLang: server port (with --host)"),
         click.option("--backend", type=click.Choice(sorted(BACKEND_APIS)),
                      help="vLLM/SGLang benchmark backend name, an alias of --api (docs/bench.md)"),
-        click.option("--num-prompts", type=click.IntRange(min=1), help="alias of --num-requests (vLLM/SGLang)"),
-        click.option("--request-rate", type=_RateList(),
+        click.option("--request-rate", type=RATE_LIST,
                      help="vLLM/SGLang: requests/s (open loop); inf sends all at once (closed loop at "
                           "--max-concurrency, else every request in flight)"),
-        click.option("--dataset-name", type=click.Choice(["random", "sharegpt", "custom"]),
-                     help="prompts: random (exact token lengths), sharegpt or custom (--dataset-path); else --suite"),
-        click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="file of --dataset-name"),
-        click.option("--random-input-len", type=click.IntRange(min=1), default=1024, show_default=True),
-        click.option("--random-output-len", type=click.IntRange(min=1), default=128, show_default=True),
-        click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0,
-                     show_default=True, help="lengths drawn from [L(1-r), L(1+r)] as vLLM does"),
-        click.option("--ignore-eos", is_flag=True, help="generate every max_tokens token (on by default with random)"),
-        click.option("--percentile-metrics", default="ttft,tpot,itl", show_default=True,
-                     help=f"metrics of the vLLM-style summary ({','.join(PERCENTILE_METRICS)})"),
-        click.option("--metric-percentiles", default="99", show_default=True, help="percentiles, e.g. 50,90,99"),
-        click.option("--goodput", multiple=True, metavar="METRIC:MS",
-                     help="SLO goodput, e.g. --goodput ttft:200 tpot:50 (ttft, tpot, e2el in ms)"),
-        click.option("--save-result", is_flag=True, help="write a vLLM-style result JSON"),
-        click.option("--result-filename", metavar="FILE", help="its file name (implies --save-result)"),
-        click.option("--raw-chat-format", is_flag=True,
-                     help="allow plain 'User: ...' text for chat suites on a raw-text API with no chat template"),
+        *_shared_peer_options("bench"),
     ]
     for option in reversed(options):
         function = option(function)
@@ -135,24 +139,6 @@ def parse_goodput(values: tuple[str, ...]) -> dict[str, float]:
     return slos
 
 
-def _names(value: str, param: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
-    names = tuple(p.strip() for p in value.split(",") if p.strip())
-    bad = [n for n in names if n not in allowed]
-    if bad or not names:
-        raise click.BadParameter(f"{value!r}: use names from {', '.join(allowed)}", param_hint=f"'{param}'")
-    return names
-
-
-def _percentiles(value: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(p) for p in value.split(",") if p.strip())
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a list of numbers", param_hint="'--metric-percentiles'") from None
-    if not values or any(not 0 < v <= 100 for v in values):
-        raise click.BadParameter(f"{value!r}: percentiles must be in (0, 100]", param_hint="'--metric-percentiles'")
-    return values
-
-
 def resolve_url(options: dict) -> str | None:
     """``URL``, or vLLM's ``--base-url``, or ``--host``/``--port`` (vLLM's defaults 127.0.0.1:8000)."""
     given = [name for name in ("url", "base_url") if options.get(name)]
@@ -178,14 +164,6 @@ def resolve_api(options: dict, default: str | None) -> str | None:
     return mapped
 
 
-def resolve_count(options: dict, native: str = "num_requests") -> int | None:
-    """``--num-requests`` (or compare's native count), or ``--num-prompts``; both given must agree."""
-    prompts, requests = options.get("num_prompts"), options.get(native)
-    if prompts is not None and requests is not None and prompts != requests:
-        raise click.UsageError(f"--num-prompts {prompts} and --{native.replace('_', '-')} {requests} disagree")
-    return prompts if prompts is not None else requests
-
-
 def bench_settings(options: dict) -> dict:
     """The ``BenchConfig`` fields the peer flags set, for ``bench`` (``options``: click's values).
 
@@ -194,7 +172,7 @@ def bench_settings(options: dict) -> dict:
     dataset turns ``ignore_eos`` on, as ``vllm bench serve`` does for it.
     """
     api = resolve_api(options, default="openai-chat")
-    count = resolve_count(options)
+    count = options.get("num_requests")
     concurrency, rates = tuple(options.get("concurrency") or ()), tuple(options.get("rate") or ())
     request_rates = options.get("request_rate") or ()
     if request_rates and rates:
@@ -210,14 +188,14 @@ def bench_settings(options: dict) -> dict:
             concurrency = concurrency + (burst,)
     return dict(
         api=api, concurrency=concurrency, rates=rates, num_requests=count,
+        **{name: options[name] for name in ("requests_per_user", "min_requests") if options.get(name) is not None},
         dataset_name=options.get("dataset_name"), dataset_path=options.get("dataset_path"),
         random_input_len=options["random_input_len"], random_output_len=options["random_output_len"],
         random_range_ratio=options["random_range_ratio"],
         ignore_eos=bool(options.get("ignore_eos")) or options.get("dataset_name") == "random",
         raw_chat_format=bool(options.get("raw_chat_format")),
         goodput=parse_goodput(tuple(options.get("goodput") or ())),
-        percentile_metrics=_names(options["percentile_metrics"], "--percentile-metrics", PERCENTILE_METRICS),
-        metric_percentiles=_percentiles(options["metric_percentiles"]),
+        percentile_metrics=options["percentile_metrics"], metric_percentiles=options["metric_percentiles"],
     )
 
 
@@ -236,31 +214,11 @@ def compare_peer_options(function):
     options = [
         click.option("--backend", type=click.Choice(sorted(BACKEND_APIS)),
                      help="vLLM/SGLang benchmark backend name, an alias of --api"),
-        click.option("--num-prompts", type=click.IntRange(min=1), help="alias of --sweep-requests (vLLM/SGLang)"),
         click.option("--max-concurrency", type=click.IntRange(min=1),
                      help="cap on the sweep's concurrency (levels above it run at it)"),
-        click.option("--request-rate", type=_RateList(),
+        click.option("--request-rate", type=RATE_LIST,
                      help="vLLM/SGLang: only inf (compare's sweep is closed loop; use bench for open loop)"),
-        click.option("--dataset-name", type=click.Choice(["random", "sharegpt", "custom"]),
-                     help="prompts of every stage, both arms: random (exact token lengths), sharegpt or custom "
-                          "(--dataset-path); instead of --suite/--domains"),
-        click.option("--dataset-path", type=click.Path(exists=True, dir_okay=False), help="file of --dataset-name"),
-        click.option("--random-input-len", type=click.IntRange(min=1), default=1024, show_default=True),
-        click.option("--random-output-len", type=click.IntRange(min=1), default=128, show_default=True),
-        click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0,
-                     show_default=True, help="lengths drawn from [L(1-r), L(1+r)] as vLLM does"),
-        click.option("--ignore-eos", is_flag=True, help="generate every max_tokens token, both arms "
-                                                        "(on by default with random)"),
-        click.option("--percentile-metrics", default="ttft,tpot,itl", show_default=True,
-                     help=f"metrics of each arm's vLLM-style result ({','.join(PERCENTILE_METRICS)})"),
-        click.option("--metric-percentiles", default="99", show_default=True, help="percentiles, e.g. 50,90,99"),
-        click.option("--goodput", multiple=True, metavar="METRIC:MS",
-                     help="SLO goodput per arm and point, e.g. --goodput ttft:200 tpot:50 (ttft, tpot, e2el in ms)"),
-        click.option("--save-result", is_flag=True, help="write one vLLM-style result JSON per arm"),
-        click.option("--result-filename", metavar="FILE",
-                     help="NAME.json → NAME-baseline.json and NAME-speculative.json (implies --save-result)"),
-        click.option("--raw-chat-format", is_flag=True,
-                     help="allow plain 'User: ...' text for chat suites on a raw-text API with no chat template"),
+        *_shared_peer_options("compare"),
     ]
     for option in reversed(options):
         function = option(function)
@@ -291,7 +249,7 @@ def compare_settings(options: dict) -> dict:
             raise click.UsageError("--dataset-name random makes its prompts: drop --dataset-path")
     elif options.get("dataset_path"):
         raise click.UsageError("--dataset-path needs --dataset-name sharegpt or custom")
-    return dict(api=api, concurrency=levels, num_requests_sweep=resolve_count(options, "sweep_requests"),
+    return dict(api=api, concurrency=levels,
                 ignore_eos=bool(options.get("ignore_eos")) or dataset == "random",
                 raw_chat_format=bool(options.get("raw_chat_format")))
 
@@ -300,8 +258,7 @@ def compare_result_settings(options: dict) -> dict:
     """Goodput SLOs, percentile metrics and percentiles of ``compare``'s per-arm vLLM-style results
     (one-line BadParameter on a bad value)."""
     return dict(goodput=parse_goodput(tuple(options.get("goodput") or ())),
-                percentile_metrics=_names(options["percentile_metrics"], "--percentile-metrics", PERCENTILE_METRICS),
-                metric_percentiles=_percentiles(options["metric_percentiles"]))
+                percentile_metrics=options["percentile_metrics"], metric_percentiles=options["metric_percentiles"])
 
 
 COMPARE_WORKLOAD_OPTIONS = ("request_rate", "dataset_name", "dataset_path", "random_input_len", "random_output_len",

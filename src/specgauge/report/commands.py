@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
 
+from specgauge.cli_options import console, db_option, write_text
 from specgauge.errors import UserError
 
 _REPORT_ID = re.compile(r"^(?:(?P<comparison>c)(?P<cid>\d+)|(?P<tune>t)(?P<tid>\d+)|(?P<rid>\d+))$", re.IGNORECASE)
@@ -70,15 +70,14 @@ def load_report(store, ref: ReportRef):
 @click.option("--output-dir", metavar="DIR",
               help="write report.html, plots/*.png, the JSON and sweep.csv here [default: report-ID]")
 @click.option("--output-json", metavar="FILE", help="also write the JSON document here ('-' for stdout)")
-@click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
+@db_option
 def report_command(report_id: str, html_path: str | None, output_dir: str | None, output_json: str | None,
                    db: str) -> None:
     """Regenerate the report of a comparison (ID like c3), a tune (ID like t2) or one bench run (ID like 7).
 
     With --html only, just that HTML file is written; otherwise everything goes into --output-dir.
     """
-    from rich.console import Console
-
+    from specgauge.output_paths import check_output_file
     from specgauge.report.html import render_html, write_report
     from specgauge.report.report_text import goodput_lines
     from specgauge.report.terminal import run_table
@@ -86,8 +85,7 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     from specgauge.store import Store
 
     ref = parse_report_id(report_id)
-    if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
-        raise UserError(f"--output-json {output_json}: no such directory {Path(output_json).parent}")
+    check_output_file(output_json, "--output-json")
     if ref.kind == "tune":
         _report_tune(ref, html_path, output_dir, output_json, db)
         return
@@ -96,13 +94,12 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
         run_view = (store.get_run(ref.id), store.get_points(ref.id)) if ref.kind == "run" else None
         part_of = store.comparison_of_run(ref.id) if ref.kind == "run" else None
         part_of_tune = store.tune_of_run(ref.id) if ref.kind == "run" else None
-    console = Console(stderr=output_json == "-")
-    console = console if console.is_terminal else Console(width=160, stderr=output_json == "-")
+    out = console(stderr=output_json == "-")
     if run_view is not None:
-        console.print(run_table(*run_view))
-    console.print(verdict_renderable(data))
+        out.print(run_table(*run_view))
+    out.print(verdict_renderable(data))
     for line in goodput_lines(data.comparison.goodput if data.comparison is not None else None):
-        console.print(line, soft_wrap=True, markup=False, highlight=False)
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
     if html_path and not output_dir:
         written = [render_html(data, html_path)]
     else:
@@ -124,30 +121,19 @@ def _write_json(document: dict, output_json: str) -> list[str]:
     """The JSON document to ``output_json`` (``-``: stdout); returns the path written, if a file."""
     import json
 
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    if output_json == "-":
-        click.echo(text, nl=False)
-        return []
-    try:
-        Path(output_json).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {output_json}: {exc.strerror or exc}") from None
-    return [output_json]
+    write_text(output_json, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return [] if output_json == "-" else [output_json]
 
 
 def _report_tune(ref: ReportRef, html_path: str | None, output_dir: str | None, output_json: str | None,
                  db: str) -> None:
     """``report tN``: the heat map and verification in the terminal, the HTML page (and tune.json)."""
-    from rich.console import Console
-
     from specgauge.report.tune_report import load_tune_report, print_tune, write_tune_report
     from specgauge.store import Store
 
     with Store.open(db, create=False, read_only=True) as store:
         stored = load_tune_report(store, ref.id)
-    console = Console(stderr=output_json == "-")
-    console = console if console.is_terminal else Console(width=160, stderr=output_json == "-")
-    print_tune(console, stored)
+    print_tune(console(stderr=output_json == "-"), stored)
     written = [str(p) for p in write_tune_report(stored, None if html_path and not output_dir else
                                                  output_dir or f"report-{ref}", html_path)]
     if output_json:

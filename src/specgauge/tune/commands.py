@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import click
 
+from specgauge.cli_options import (CommaList, db_option, request_count_options, secret_options, verify_option,
+                                   warmup_option)
 from specgauge.client.endpoint import API_NAMES
-from specgauge.errors import UserError
 from specgauge.tokenizer_option import TokenizerPath
 
 DEFAULT_DEPTHS = "0,1,2,3,5"
-
-
-def _int_list(ctx, param, value):
-    """``1,4,16`` → (1, 4, 16): integers, each at least the option's minimum, no repeats."""
-    if value is None or isinstance(value, tuple):
-        return value
-    minimum = 0 if param.name == "depths" else 1
-    numbers = []
-    for item in str(value).split(","):
-        try:
-            number = int(item.strip())
-        except ValueError:
-            raise click.BadParameter(f"{value!r}: {item.strip()!r} is not an integer", ctx=ctx, param=param) from None
-        if number < minimum:
-            raise click.BadParameter(f"{value!r}: every value must be >= {minimum} (got {number})", ctx=ctx, param=param)
-        numbers.append(number)
-    return tuple(sorted(set(numbers)))
 
 
 def _url_arms(ctx, param, values):
@@ -62,10 +43,10 @@ def _context_bands(ctx, param, value):
 
 
 @click.command("tune")
-@click.option("--depths", default=DEFAULT_DEPTHS, show_default=True, callback=_int_list,
+@click.option("--depths", type=CommaList(int, low=0, unique_sorted=True), default=DEFAULT_DEPTHS, show_default=True,
               help="candidate draft depths (0 = no speculation)")
-@click.option("--concurrency", default="1,4,16,64", show_default=True, callback=_int_list,
-              help="concurrency levels measured")
+@click.option("--concurrency", type=CommaList(int, low=1, unique_sorted=True), default="1,4,16,64",
+              show_default=True, help="concurrency levels measured")
 @click.option("--engine-args", default="", metavar="ARGS",
               help="arms on the embedded engine: 'specgauge serve ARGS' plus each depth's flags (the default arms)")
 @click.option("--algorithm", type=click.Choice(["EAGLE3", "NGRAM"], case_sensitive=False), default="EAGLE3",
@@ -89,25 +70,22 @@ def _context_bands(ctx, param, value):
                    "(default: the server's own)")
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--suite", default="mixed", show_default=True, help="prompt suite (name or .jsonl)")
-@click.option("--requests-per-user", type=click.IntRange(min=1), default=2, show_default=True,
-              help="requests per point: max(--min-requests, this x concurrency)")
-@click.option("--min-requests", type=click.IntRange(min=1), default=8, show_default=True)
+@request_count_options(min_requests=8, requests_per_user=2, scope="point (each depth, each round)")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
-              help="warm-up requests per point")
+@warmup_option
 @click.option("--min-rounds", type=click.IntRange(min=1), default=2, show_default=True,
               help="rounds of every cell before measuring only where the choice is uncertain")
 @click.option("--max-rounds", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--verify/--no-verify", default=None,
-              help="run the schedule beside the best fixed depth and no speculation (default: on for engine arms)")
+@verify_option("run the schedule beside the best fixed depth and no speculation")
 @click.option("--verify-rounds", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--max-batch-size", type=click.IntRange(min=1), default=256, show_default=True,
               help="the last schedule range's end (vLLM --max-num-seqs)")
 @click.option("--model", help="model name (else auto-detected)")
+@secret_options
 @click.option("--start-timeout", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True)
 @click.option("--output-json", metavar="FILE", help="write the result as JSON here ('-' for stdout)")
-@click.option("--db", default="specgauge.db", show_default=True, help="results store (an SQLite file)")
+@db_option
 def tune_command(**options) -> None:
     """Measure aggregate throughput per draft depth at each concurrency, choose the depth per level
     (the smallest within the noise of the best), and print the schedule for vLLM, SGLang and the
@@ -155,8 +133,9 @@ def tune_command(**options) -> None:
             "--url schedule=URL (a server running it)" if urls else
             "--launch-template-schedule CMD (with {port}, {schedule} and {k})"))
     output_json = options["output_json"]
-    if output_json and output_json != "-" and not Path(output_json).resolve().parent.is_dir():
-        raise UserError(f"--output-json {output_json}: no such directory {Path(output_json).parent}")
+    from specgauge.output_paths import check_output_file
+
+    check_output_file(output_json, "--output-json")
 
     from specgauge.load.stop_signals import run_stoppable
     from specgauge.store import Store
@@ -165,7 +144,8 @@ def tune_command(**options) -> None:
 
     load_suite(options["suite"])  # an unknown suite: one line, before any process starts
     plan = TunePlan(arms=arms, concurrency=options["concurrency"], suite=options["suite"], api=options["api"],
-                    requests_per_user=options["requests_per_user"], min_requests=options["min_requests"],
+                    num_requests=options["num_requests"], requests_per_user=options["requests_per_user"],
+                    min_requests=options["min_requests"], api_key=options["api_key"], headers=options["headers"],
                     max_tokens=options["max_tokens"], seed=options["seed"], warmup=options["warmup"],
                     min_rounds=options["min_rounds"], max_rounds=options["max_rounds"], verify=verify,
                     verify_rounds=options["verify_rounds"], engine_args=options["engine_args"], algorithm=algorithm,
@@ -218,8 +198,7 @@ def _emit(result, settings, document: dict, stored, output_json: str | None, db:
     """The result on stdout (on stderr when the JSON document goes to stdout), then the JSON."""
     import json
 
-    from rich.console import Console
-
+    from specgauge.cli_options import console, write_text
     from specgauge.tune.render import print_result
 
     tail = []
@@ -228,13 +207,9 @@ def _emit(result, settings, document: dict, stored, output_json: str | None, db:
         tail.append(f"every point is a bench run in {db}: runs {run_ids[0]}-{run_ids[-1]} "
                     f"(specgauge show RUN_ID --db {db})")
     tail.append(f"stored as tune t{document['tune_id']}: specgauge report t{document['tune_id']} --db {db}")
-    print_result(Console(stderr=output_json == "-"), result, settings, stored, tail)
+    print_result(console(stderr=output_json == "-"), result, settings, stored, tail)
     if output_json:
-        document = json.dumps(document, indent=2) + "\n"
-        if output_json == "-":
-            sys.stdout.write(document)
-        else:
-            Path(output_json).write_text(document)
+        write_text(output_json, json.dumps(document, indent=2) + "\n")
 
 
 def register(app: click.Group) -> None:

@@ -47,6 +47,7 @@ class TunePlan:
     concurrency: tuple[int, ...] = (1, 4, 16, 64)
     suite: str = "mixed"
     api: str = "openai-chat"
+    num_requests: int | None = None      # fixed per point; else max(min_requests, requests_per_user x concurrency)
     requests_per_user: int = 2
     min_requests: int = 8
     max_tokens: int | None = 64
@@ -66,7 +67,12 @@ class TunePlan:
     schedule_template: str | None = None      # --verify of command arms: the schedule's launch command
     schedule_url: str | None = None           # --verify of URL arms: a server running the schedule
 
+    api_key: str | None = None           # --api-key, --header: sent with every request, never stored
+    headers: tuple[tuple[str, str], ...] = ()
+
     def requests_at(self, concurrency: int) -> int:
+        if self.num_requests is not None:
+            return self.num_requests
         return max(self.min_requests, self.requests_per_user * concurrency)
 
     def cells(self) -> list[Cell]:
@@ -165,7 +171,8 @@ def _bench_config(plan: TunePlan, url: str, cell: Cell, suites: dict) -> BenchCo
     suite = suites[cell.band].suite_ref if cell.band is not None else plan.suite
     return BenchConfig(url=url, api=plan.api, suite=suite, concurrency=(cell.concurrency,),
                        num_requests=plan.requests_at(cell.concurrency), warmup=plan.warmup, seed=plan.seed,
-                       max_tokens=plan.max_tokens, model=plan.model, tokenizer_path=plan.tokenizer)
+                       max_tokens=plan.max_tokens, model=plan.model, tokenizer_path=plan.tokenizer,
+                       api_key=plan.api_key, headers=plan.headers)
 
 
 async def _point(plan: TunePlan, store: Store, label: str, url: str, cell: Cell, round_number: int,

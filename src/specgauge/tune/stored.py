@@ -27,8 +27,12 @@ from specgauge.tune.run import TunePlan, TuneResult
 
 
 def plan_document(plan: TunePlan) -> dict:
-    """The plan as stored (``tunes.plan_json``), with the specgauge version that ran it."""
-    return {**dataclasses.asdict(plan), "tool_version": __version__}
+    """The plan as stored (``tunes.plan_json``), with the specgauge version that ran it; the secrets
+    (``--api-key``, ``--header`` values) are never stored."""
+    document = dataclasses.asdict(plan)
+    del document["api_key"]
+    document["headers"] = [[name, "<redacted>"] for name, _ in plan.headers]
+    return {**document, "tool_version": __version__}
 
 
 @contextlib.contextmanager

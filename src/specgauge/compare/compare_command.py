@@ -1,0 +1,231 @@
+"""``specgauge compare``: a baseline arm against a speculative arm on the same prompts (docs/compare.md).
+
+Heavy imports stay inside the command body.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from specgauge.cli_options import (POSITIVE_INTS, CommaList, db_option, one_line_validation_error,
+                                   request_count_options, secret_options, verify_option, warmup_option)
+from specgauge.client.endpoint import API_NAMES
+from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
+from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
+from specgauge.load.workers.options import placement_from, placement_options
+from specgauge.tokenizer_option import TokenizerPath
+
+DEFAULT_SINGLE_STREAM_REQUESTS = 12
+
+
+def run(work):
+    """Run a coroutine; SIGINT or SIGTERM cancels it, so launched arms are stopped on the way out."""
+    from specgauge.load.stop_signals import run_stoppable
+
+    return run_stoppable(work)
+
+
+@click.command("compare", cls=PeerFlagsCommand)
+@arm_options
+@profile_options
+@click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
+@click.option("--domains", type=CommaList(str, allow_empty=True), default="coding,encyclopedic", show_default=True,
+              help="built-in domain suites for single stream (ignored with --suite)")
+@click.option("--suite", help="a suite .jsonl (or name): single stream split by its domain tags, and the sweep")
+@click.option("--sweep-suite", help="suite of the sweep (default: --suite, else the first domain)")
+@click.option("--concurrency", type=POSITIVE_INTS, default="1,4,16,64", show_default=True)
+@request_count_options(min_requests=16, requests_per_user=2, scope="point and arm (single stream and sweep)")
+@click.option("--single-stream-requests", type=click.IntRange(min=1),
+              help=f"single-stream requests per domain and arm (default: --num-requests, else "
+                   f"{DEFAULT_SINGLE_STREAM_REQUESTS})")
+@click.option("--sweep-requests", type=click.IntRange(min=1), hidden=True,
+              help="old spelling: requests per sweep point and arm only")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="output tokens per request (else the suite's)")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@warmup_option
+@click.option("--rounds", type=click.IntRange(min=1),
+              help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
+@click.option("--model", help="model name (else auto-detected per arm); with --engine, the model the arms serve")
+@click.option("--tokenizer", type=TokenizerPath(),
+              help="tokenizer.json (or a shipped model's name): tokens per chunk when the server sends no counts; "
+                   "its chat template for sglang")
+@secret_options
+@click.option("--label", default="speculation", show_default=True, help="what the verdict calls the speculative arm")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True, help="bootstrap resamples")
+@click.option("--start-timeout", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
+              help="seconds a launched arm has to answer")
+@verify_option("re-run the sweep on the embedded engine with the recommended threshold applied")
+@click.option("--against-baseline", metavar="NAME", help="run baseline NAME's settings against the one arm given "
+                                                        "and exit 1 on a significant regression")
+@click.option("--allow-suite-change", is_flag=True, help="with --against-baseline: compare even if the suite changed")
+@click.option("--allow-server-change", is_flag=True, help="with --against-baseline: compare across server fingerprints")
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+              help="with --against-baseline: a regression must also be at least this far below 1")
+@click.option("--output-json", metavar="FILE", help="write verdict.json here ('-' for stdout)")
+@click.option("--output-dir", metavar="DIR", help="write report.html, plots and verdict.json here")
+@db_option
+@compare_peer_options
+@click.option("--resume", metavar="CID", help="finish comparison CID (e.g. c3) that stopped, with its stored plan")
+@placement_options
+def compare_command(**options) -> None:
+    """Compare a baseline arm with a speculative arm on the same prompts: single stream per domain,
+    then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation."""
+    if options["resume"] is not None:
+        _resume(options)
+        return
+    if options["against_baseline"]:
+        if options["engine"]:
+            raise click.UsageError("--against-baseline measures one arm: give it as --baseline*/--speculative*, "
+                                   "not --engine")
+        from specgauge.compare.against_baseline import run_against_baseline_command
+        from specgauge.load.peer_flags import refuse_workload_flags
+
+        refuse_workload_flags(click.get_current_context(), "--against-baseline takes its prompts and settings "
+                                                           "from the stored baseline")
+        sys.exit(run_against_baseline_command(options, run))
+    if options["allow_suite_change"] or options["allow_server_change"]:
+        raise click.UsageError("--allow-suite-change / --allow-server-change need --against-baseline")
+    _finish(_new_plan(options), options)
+
+
+def _new_plan(options: dict):
+    """The plan of a new comparison, every input checked before any file or process is made."""
+    from pydantic import ValidationError
+
+    from specgauge.compare.plan import ComparePlan
+    from specgauge.suites.registry import load_suite
+
+    arms = profile_arms(options)
+    baseline, speculative = arms if arms is not None else (arm_from(options, "baseline"),
+                                                            arm_from(options, "speculative"))
+    count = options["num_requests"]
+    try:
+        plan = ComparePlan(
+            baseline=baseline, speculative=speculative, domains=options["domains"],
+            suite=options["suite"], sweep_suite=options["sweep_suite"], **compare_settings(options),
+            num_requests_single=options["single_stream_requests"] or count or DEFAULT_SINGLE_STREAM_REQUESTS,
+            num_requests_sweep=options["sweep_requests"] or count, sweep_requests_per_user=options["requests_per_user"],
+            sweep_min_requests=options["min_requests"],
+            max_tokens=options["max_tokens"], seed=options["seed"], temperature=options["temperature"],
+            warmup=options["warmup"], rounds=options["rounds"],
+            model=None if arms is not None else options["model"],   # served names: auto-detected
+            tokenizer=options["tokenizer"], label=options["label"],
+            bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"],
+            api_key=options["api_key"], headers=options["headers"],
+            goodput=compare_result_settings(options)["goodput"])
+    except ValidationError as exc:
+        raise one_line_validation_error(exc) from None
+    if options["dataset_name"]:   # one suite file: every stage, both arms, every round
+        from specgauge.compare.peer_flags import dataset_suite_file
+
+        suite_file = run(dataset_suite_file(plan, options, Path(options["db"]).resolve().parent))
+        plan = plan.model_copy(update={"suite": suite_file})
+    for stage in plan.stages():
+        load_suite(stage.suite)   # unknown suites: one line, before any file or process
+    from specgauge.load.capacity import check_capacity
+    from specgauge.load.plan import PointSpec
+
+    check_capacity(PointSpec(mode="closed", concurrency=c, num_requests=1) for c in plan.concurrency)
+    if plan.tokenizer:   # not a tokenizer file: one line before any run is created
+        from specgauge.client.tokens import load_tokenizer
+
+        load_tokenizer(plan.tokenizer)
+    if Path(options["db"]).exists():
+        from specgauge.store import Store
+
+        Store.open(options["db"], create=False).close()
+    return plan
+
+
+def _resume(options: dict) -> None:
+    """``compare --resume CID``: finish a stopped comparison with its stored plan, then report it."""
+    from specgauge.compare.resume import check_resume_options, parse_comparison_id, stored_plan
+
+    check_resume_options(click.get_current_context())
+    comparison_id = parse_comparison_id(options["resume"])
+    plan = stored_plan(options["db"], comparison_id, options["api_key"], options["headers"])
+    _finish(plan, options, resume_id=comparison_id)
+
+
+def _finish(plan, options: dict, *, resume_id: int | None = None) -> None:
+    """Run (or finish) ``plan``, ``--verify`` it, print and write the results. A resumed comparison's
+    result files take their goodput SLOs from the stored plan."""
+    from specgauge.compare.output import check_outputs, emit
+    from specgauge.compare.peer_flags import check_result_paths, emit_result_files
+
+    verify = _wants_verify(options["verify"], plan.speculative)
+    check_outputs(options["output_json"], options["output_dir"])
+    peer = {**compare_result_settings(options), "goodput": plan.goodput}
+    check_result_paths(options["result_filename"])
+    result = _run_compare(plan, options["db"], verify, resume_id=resume_id, placement=placement_from(options))
+    if options["verify"]:
+        _say_if_nothing_verified(result)
+    emit(result, output_json=options["output_json"], output_dir=options["output_dir"], db=options["db"])
+    emit_result_files(result, options, peer)
+
+
+def _wants_verify(asked: bool | None, speculative) -> bool:
+    """``--verify`` re-runs the embedded engine with the threshold: refused (exit 2) for any other
+    arm; left out, on when the speculative arm is the embedded engine with a threshold flag."""
+    from specgauge.compare.verify import has_threshold_flag, require_threshold_flag
+
+    if asked is None:
+        return speculative.kind == "engine" and has_threshold_flag()
+    if asked and speculative.kind != "engine":
+        raise click.UsageError("--verify re-runs the embedded engine: "
+                               "give the speculative arm as --speculative-engine")
+    if asked:
+        require_threshold_flag()
+    return asked
+
+
+def _say_if_nothing_verified(result) -> None:
+    """One line on stderr when ``--verify`` found no threshold to apply, and why."""
+    if result.verification is not None:
+        return
+    recommendation = result.recommendation
+    why = ("speculation never pays (switch it off)" if recommendation.disable_above == 0 else
+           "speculation pays at every tested concurrency" if recommendation.confident else
+           "no tested concurrency shows a clear loss, so there is no threshold to apply")
+    click.echo(f"--verify: nothing to verify: {why}", err=True)
+
+
+def _run_compare(plan, db: str, verify: bool, *, resume_id: int | None = None, placement=None):
+    """Run (or finish) a comparison; a stopped one ends in one line naming the resume command."""
+    from specgauge.compare.orchestrate import ComparisonStopped
+
+    try:
+        return run(_compare(plan, db, verify, resume_id=resume_id, placement=placement))
+    except ComparisonStopped as stopped:   # an arm's server stopped answering (exit 3), a full store (4)
+        raise stopped.with_resume(f"specgauge compare --resume c{stopped.comparison_id} --db {db}") from None
+
+
+async def _compare(plan, db: str, verify: bool, *, resume_id: int | None = None, placement=None):
+    from specgauge.client.endpoint import Endpoint
+    from specgauge.client.probe import check_reachable
+    from specgauge.compare.orchestrate import run_comparison
+    from specgauge.compare.progress import ComparisonProgress
+    from specgauge.compare.verify import verify_threshold
+    from specgauge.load.workers.split import Placement
+    from specgauge.store import Store
+
+    for arm in (plan.baseline, plan.speculative):   # a dead URL: one line, before the store file is made
+        if arm.kind == "url":
+            await check_reachable(Endpoint(base_url=arm.value.rstrip("/"), api=plan.api, api_key=plan.api_key,
+                                           headers=plan.headers))
+    progress = ComparisonProgress()
+    try:
+        with Store.open(db) as store:
+            result = await run_comparison(plan, store, progress, resume_id=resume_id,
+                                          placement=placement or Placement(),
+                                          on_stage=lambda text: progress.console.print(f"[bold]{text}"))
+            if verify:
+                result = await verify_threshold(plan, store, result, progress,
+                                                on_stage=lambda text: progress.console.print(f"[bold]{text}"))
+    finally:
+        progress.close()
+    return result
