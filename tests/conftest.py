@@ -12,6 +12,14 @@ os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")
 
 import pytest  # noqa: E402
 
+from cli_testkit import run_cli  # noqa: E402
+
+
+@pytest.fixture
+def cli():
+    """``python -m specgauge ARGS`` in a child process (:func:`cli_testkit.run_cli`)."""
+    return run_cli
+
 
 @pytest.fixture
 def cli_here(capsys):
@@ -27,3 +35,16 @@ def cli_here(capsys):
         return subprocess.CompletedProcess(list(args), exit_info.value.code, out, err)
 
     return run
+
+
+# Folders whose every test is slow (the embedded engine, training, the model set-up): `make test-fast`
+# leaves them out. A slow test elsewhere carries @pytest.mark.slow (or a module's pytestmark).
+SLOW_FOLDERS = ("engine", "train", "model_setup")
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        folder = Path(str(item.fspath)).resolve().relative_to(TESTS).parts[0]
+        if folder in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

@@ -1,11 +1,6 @@
 """CLI misuse ends in one line on stderr and exit code 2, never a traceback."""
 
-import subprocess
-import sys
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=60)
+from cli_testkit import run_cli
 
 
 def test_unknown_flag_is_one_line_exit_2():

@@ -1,22 +1,17 @@
 """Named baselines and ``compare --against-baseline``: exit 1 on a significant regression."""
 
-import subprocess
-import sys
 
 from specgauge.load.bench import run_benchmark
 from specgauge.load.bench_config import BenchConfig
 from specgauge.store import Store
 from specgauge.suites.model import Suite, write_suite_jsonl
 from specgauge.testing.scripted_server import Script, ScriptedServer
+from cli_testkit import run_cli
 
 # Chunk delays of several milliseconds, so a busy machine's scheduling delays (a millisecond or
 # two per event) stay small beside them and SLOW stays clearly slower than FAST.
 FAST = Script(ttft_s=0.01, chunk_delay_s=0.01, num_chunks=10, num_chunks_jitter=3)
 SLOW = Script(ttft_s=0.01, chunk_delay_s=0.03, num_chunks=10, num_chunks_jitter=3)
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=120)
 
 
 async def stored_run(db, url, suite="coding"):
@@ -67,7 +62,7 @@ async def test_changed_suite_is_refused_unless_allowed(tmp_path):
     assert refused.returncode == 2 and "suite changed" in refused.stderr and "--allow-suite-change" in refused.stderr
     assert allowed.returncode in (0, 1), allowed.stderr
     assert "suite changed:" in allowed.stdout
-    assert "4 → 4 requests" in allowed.stdout and "0 →" not in allowed.stdout    # issue 17: it said "0 → 4"
+    assert "4 → 4 requests" in allowed.stdout and "0 →" not in allowed.stdout    # it once said "0 → 4"
 
 
 def test_baseline_misuse_is_one_line(tmp_path):
@@ -91,7 +86,7 @@ async def _against(db, name, url, **kwargs):
 
 
 async def test_drift_within_the_run_is_not_called_a_regression(tmp_path):
-    """Issue 17: the same server against its own baseline was a REGRESSION on a noisy machine. Here
+    """The same server against its own baseline was a REGRESSION on a noisy machine. Here
     the machine is 30% slower half of the time while the new run is measured: the run measures that
     drift (the halves of its points disagree) and says the drift is larger than the change."""
     from loaded_server import DriftingServer, NoisyMachine

@@ -12,6 +12,7 @@ from specgauge.compare.orchestrate import result_of_comparison, run_comparison
 from specgauge.compare.plan import ArmConfig, ComparePlan
 from specgauge.report.progress import NullProgress
 from specgauge.store import Store
+from cli_testkit import run_cli, stored_request_count, wait_until
 
 CONTRACT_SINGLE = {"domain", "baseline_tok_s", "speculative_tok_s", "speedup", "ci_low", "ci_high", "accept_length"}
 CONTRACT_SWEEP = {"concurrency", "baseline_tok_s", "speculative_tok_s", "ratio", "ci_low", "ci_high"}
@@ -74,13 +75,6 @@ def launch_command(script: dict) -> str:
     return f"{sys.executable} -m specgauge.testing.scripted_server --port {{port}} --script '{json.dumps(script)}'"
 
 
-def run_cli(*args, timeout=120, log_dir=None):
-    """``specgauge ARGS``; launched arms' logs go to ``log_dir`` (TMPDIR) when given."""
-    env = {**os.environ, "TMPDIR": str(log_dir)} if log_dir else None
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
-
-
 def test_cli_with_launch_commands_runs_rounds_one_arm_after_the_other(tmp_path):
     out = tmp_path / "verdict.json"
     done = run_cli(
@@ -111,7 +105,7 @@ def test_a_launch_command_that_crashes_at_start_is_one_line_with_its_log(tmp_pat
 
     with ScriptedServer() as running:   # the other arm answers; the launched one dies at start
         done = run_cli("compare", "--baseline-cmd", crash, "--speculative", running.url, "--db", str(tmp_path / "c.db"),
-                       log_dir=tmp_path)
+                       env={"TMPDIR": str(tmp_path)})
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("specgauge: error:")]
     assert len(errors) == 1 and done.stderr.strip().endswith(errors[0])
@@ -145,7 +139,7 @@ def test_a_second_arm_that_fails_to_start_keeps_the_first_arms_runs(tmp_path):
     done = run_cli("compare", "--api", "sglang", "--raw-chat-format",
                    "--baseline-cmd", launch_command({"ttft_s": 0.002, "chunk_delay_s": 0.002, "num_chunks": 4}),
                    "--speculative-cmd", crash, "--domains", "coding", "--concurrency", "1", "--num-requests", "3",
-                   "--sweep-requests", "3", "--warmup", "0", "--db", str(db), log_dir=tmp_path)
+                   "--sweep-requests", "3", "--warmup", "0", "--db", str(db), env={"TMPDIR": str(tmp_path)})
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("specgauge: error:")]
     assert len(errors) == 1
@@ -187,7 +181,6 @@ def test_cli_misuse_is_one_line_and_exit_2(tmp_path, args, message):
 
 def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
     import signal
-    import time
     import uuid
 
     marker = uuid.uuid4().hex
@@ -199,14 +192,12 @@ def test_sigterm_stops_the_launched_arm_and_exits_143(tmp_path):
                                 "--db", str(tmp_path / "c.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, "TMPDIR": str(tmp_path)})   # its arms' logs
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            found = subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True, text=True).stdout.split()
-            if found:
-                break
-            time.sleep(0.2)
-        assert found, "the launched arm never started"
-        time.sleep(1.5)                                   # requests are in flight now
+        wait_until(lambda: subprocess.run(["pgrep", "-f", "--", arm_pattern], capture_output=True,
+                                          text=True).stdout.split(), timeout_s=120, what="the launched arm")
+        # a request stored: the arm is serving, and the next ones are in flight
+        wait_until(lambda: stored_request_count(tmp_path / "c.db") >= 1 or process.poll() is not None,
+                   timeout_s=120, what="a stored request")
+        assert process.poll() is None, "compare ended before it was stopped"
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:
@@ -257,12 +248,13 @@ async def test_acceptance_from_vllm_counters_when_requests_carry_none(tmp_path):
 
 
 def test_a_launched_arm_that_dies_mid_comparison_is_named_with_its_log(tmp_path):
-    """Issue 17: a killed launched arm was reported as 'cannot reach URL' without its name or log."""
+    """A killed launched arm was reported as 'cannot reach URL' without its name or log."""
     dies = launch_command({"ttft_s": 0.01, "chunk_delay_s": 0.001, "num_chunks": 4}) + " --exit-after-requests 3"
     lives = launch_command({"ttft_s": 0.01, "chunk_delay_s": 0.001, "num_chunks": 4})
-    done = run_cli("compare", "--api", "sglang", "--raw-chat-format", "--baseline-cmd", dies, "--speculative-cmd", lives,
+    done = run_cli("compare", "--api", "sglang", "--raw-chat-format", "--baseline-cmd", dies,
+                   "--speculative-cmd", lives,
                    "--domains", "coding", "--concurrency", "1", "--num-requests", "12", "--warmup", "0",
-                   "--db", str(tmp_path / "c.db"), log_dir=tmp_path, timeout=180)
+                   "--db", str(tmp_path / "c.db"), env={"TMPDIR": str(tmp_path)}, timeout=180)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     error = done.stderr.strip().splitlines()[-1]
     assert "the baseline arm (" in error and "--exit-after-requests 3" in error, done.stderr

@@ -1,9 +1,7 @@
-"""compare --engine: both arms' command lines built from one engine, model and method (issue 16)."""
+"""compare --engine: both arms' command lines built from one engine, model and method."""
 
 import json
 import shlex
-import subprocess
-import sys
 
 import pytest
 
@@ -11,6 +9,7 @@ from specgauge.compare.arms import ArmSpec
 from specgauge.compare.launch_profiles import LaunchProfile, build_arm_commands
 from specgauge.compare.speculation_setup import from_arguments
 from specgauge.errors import UserError
+from cli_testkit import run_cli
 
 
 def test_vllm_arms_differ_only_by_a_speculative_config_that_survives_the_split():
@@ -72,10 +71,6 @@ def test_specgauge_arms_are_serve_arguments():
 def test_what_is_missing_is_one_line(profile, message):
     with pytest.raises(UserError, match=message):
         build_arm_commands(profile)
-
-
-def run_cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("args, message", [

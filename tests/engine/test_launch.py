@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from specgauge.engine.serving.launch import EngineProcess, EngineStartError
+from cli_testkit import run_cli
 
 
 def test_engine_process_serves_and_stops_cleanly(tiny_model_dir):
@@ -30,10 +31,6 @@ def test_engine_process_reports_a_crash_at_start_with_the_log_tail(tmp_path):
         EngineProcess(["--model", str(tmp_path)], start_timeout=60).start()
     message = str(info.value)
     assert "exited with code" in message and "last log lines" in message
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_serve_without_a_model_is_one_line_exit_2(tmp_path):

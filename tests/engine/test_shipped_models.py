@@ -12,14 +12,10 @@ from specgauge.shipped_models import (DEFAULT, DEFAULT_MODEL, DIRECTORY_DRAFT_DI
                                              describe, get_shipped, parameter_count, present_models, resolve_model,
                                              resolve_tokenizer, shipped_names)
 from specgauge.engine.serving.commands import draft_model_path
+from cli_testkit import run_cli
 
 ASSETS = Path(__file__).resolve().parents[2] / "src" / "specgauge" / "assets"
 DEFAULT_PRESENT = (DEFAULT.target_dir / "config.json").is_file()
-
-
-def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=60,
-                          cwd=cwd)
 
 
 @pytest.fixture

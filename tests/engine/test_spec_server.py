@@ -3,8 +3,6 @@ SGLang's names consistent with the tokens streamed, server info, and the serve f
 
 import json
 import re
-import subprocess
-import sys
 
 import httpx
 import pytest
@@ -15,6 +13,7 @@ from specgauge.engine.serving.app import BackgroundServer
 from specgauge.engine.speculative.config import DEFAULT_DRAFT_DIR, SpeculativeConfig
 
 from engine_testkit import wait_idle
+from cli_testkit import run_cli
 
 META_FIELDS = ("spec_verify_ct", "spec_accept_length", "spec_accept_rate", "spec_num_correct_drafts",
                "spec_num_proposed_drafts", "spec_correct_drafts_histogram")
@@ -105,10 +104,6 @@ def test_openai_responses_carry_spec_accept_length(ngram_server):
     assert chunks[-2]["choices"][0]["finish_reason"] == "length" and "spec_accept_length" in chunks[-2]
     assert "".join(c["choices"][0]["text"] for c in chunks[:-1]) == out["choices"][0]["text"]
     wait_idle(ngram_server.engine)
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_serve_without_the_drafter_is_one_line_exit_2(tiny_model_dir, tmp_path):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 from rich.console import Console
@@ -17,6 +15,7 @@ from specgauge.client.records import ErrorClass, RequestRecord, TokenCountSource
 from specgauge.report.export import run_document, to_csv
 from specgauge.report.terminal import run_table, runs_table
 from specgauge.store import Store
+from cli_testkit import run_cli as cli
 
 MS = 1_000_000
 
@@ -51,10 +50,6 @@ def filled_db(tmp_path):
             store.finish_point(point_id, windows=[[0, 400 * MS]], aggregates=aggregate.to_dict())
         store.set_run_status(run_id, "done")
     return db
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_export_json_is_the_bench_contract(filled_db):

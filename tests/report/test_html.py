@@ -11,7 +11,6 @@ import io
 import json
 import re
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from specgauge.report.report_data import report_from_compare, report_from_run
 from specgauge.report.report_text import metric_definitions
 from specgauge.report.verdict_table import verdict_renderable
 from specgauge.store import Store
+from cli_testkit import run_cli as cli
 
 FIXTURE = Path(__file__).resolve().parents[1] / "compare" / "fixtures" / "compare_result.json"
 SECTIONS = ("verdict", "summary", "recommendation", "warnings", "plots", "arms", "definitions", "provenance")
@@ -227,12 +227,6 @@ def test_crossover_band_with_an_open_upper_end():
 
 
 # -- the command -------------------------------------------------------------------------------
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=120)
-
-
-
 
 def assert_one_line_error(result: subprocess.CompletedProcess, needle: str) -> None:
     assert result.returncode == 2, (result.returncode, result.stderr)

@@ -2,8 +2,6 @@
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,12 +11,9 @@ from specgauge.compare.orchestrate import StageProgress
 from specgauge.report.progress import NullProgress
 from specgauge.report.terminal import RichProgress, resume_command
 from specgauge.store import Store
+from cli_testkit import run_cli
 
 FIXTURE = Path(__file__).parents[1] / "compare" / "fixtures" / "compare_result.json"
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=120)
 
 
 def stored_comparison(db, schedule=None) -> int:

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 
 from specgauge.store import Store
 
 from tune_fixtures import DEPTHS, LEVELS, THROUGHPUT, stored_tune
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=300)
+from cli_testkit import run_cli
 
 
 class HeatScan(HTMLParser):

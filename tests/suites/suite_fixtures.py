@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
+from cli_testkit import run_cli  # noqa: F401 (the suites' tests import it from here)
 
 SOURCE_COUNTS = {"code_stdlib": 30, "agentic_tools": 20, "prose_docs": 10}
 DUPLICATES_PER_SOURCE = 3
 
-
-def run_cli(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m specgauge`` with a timeout."""
-    return subprocess.run([sys.executable, "-m", "specgauge", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
 
 SPECIAL_TOKENS = ["<|begin_of_text|>", "<|end_of_text|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>",
                   "<|end|>", "<|pad|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",

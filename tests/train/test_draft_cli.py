@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from specgauge.train.regenerate import RegenerateConfig, pick_prompts, regenerate_source, response_starts
+from cli_testkit import run_cli as specgauge
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +37,8 @@ def tiny_target(tiny_corpus, tmp_path_factory) -> Path:
     return out
 
 
-def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specgauge", "train", "draft", *args], capture_output=True, text=True,
-                          timeout=timeout)
+def run_cli(*args: str, timeout: float = 240):
+    return specgauge("train", "draft", *args, timeout=timeout)
 
 
 def test_response_starts_are_where_the_mask_turns_on():

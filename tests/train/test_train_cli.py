@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
+from cli_testkit import run_cli as specgauge
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specgauge", "train", *args], capture_output=True, text=True, timeout=120)
+def run_cli(*args: str):
+    return specgauge("train", *args)
+
 
 
 def _one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:

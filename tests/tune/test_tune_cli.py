@@ -12,13 +12,7 @@ import pytest
 
 from specgauge.speculation_schedule import normalize_schedule
 from specgauge.testing.scripted_server import Script, ScriptedServer
-
-
-def run_cli(*args, timeout=600, env=None):
-    """``specgauge ARGS`` in a pipe, as plain text (the caller's colour settings left out) unless ``env`` adds them."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE")}
-    return subprocess.run([sys.executable, "-m", "specgauge", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**clean, **(env or {})})
+from cli_testkit import run_cli, spawn_cli, wait_until
 
 
 def test_tune_on_url_arms_chooses_the_fastest_depth_and_emits_the_settings(tmp_path):
@@ -111,7 +105,8 @@ def test_the_verify_arm_serves_the_emitted_schedule(tiny_model_dir):
     assert info["speculative_num_steps"] == 3 and info["speculative_algorithm"] == "NGRAM"
 
 
-TARGET_TOKENIZER = str(Path(__file__).resolve().parents[2] / "src" / "specgauge" / "assets" / "target" / "tokenizer.json")
+TARGET_TOKENIZER = str(Path(__file__).resolve().parents[2] / "src" / "specgauge" / "assets" / "target"
+                       / "tokenizer.json")
 
 
 def _context_server(script, context=512):
@@ -120,7 +115,8 @@ def _context_server(script, context=512):
 
 
 def test_tune_with_two_context_bands_emits_a_5_item_schedule_and_verifies_it_on_a_url(tmp_path):
-    plain, fast = Script(chunk_delay_s=0.02, num_chunks=12), Script(chunk_delay_s=0.02, num_chunks=4, tokens_per_chunk=3)
+    plain = Script(chunk_delay_s=0.02, num_chunks=12)
+    fast = Script(chunk_delay_s=0.02, num_chunks=4, tokens_per_chunk=3)
     with _context_server(plain) as k0, _context_server(fast) as k2, _context_server(fast) as scheduled:
         done = run_cli("tune", "--url", f"0={k0.url}", "--url", f"2={k2.url}", "--url", f"schedule={scheduled.url}",
                        "--concurrency", "1,2", "--context-lengths", "1-40,41-120", "--suite", "smoke",
@@ -135,7 +131,8 @@ def test_tune_with_two_context_bands_emits_a_5_item_schedule_and_verifies_it_on_
     assert document["schedule"]["context_axis"] and all(len(e) == 5 for e in entries)
     normalize_schedule(entries)   # vLLM's rules: rectangular, contiguous context ranges from 1
     assert [s["band"] for s in document["band_suites"]] == [[1, 40], [41, 120]]
-    assert "num_speculative_tokens_per_batch_size" in next(s for s in document["settings"] if s["server"] == "vllm")["setting"]
+    vllm_setting = next(s for s in document["settings"] if s["server"] == "vllm")["setting"]
+    assert "num_speculative_tokens_per_batch_size" in vllm_setting
     # both bands' prompts reached the server; verify ran the schedule's URL at every cell
     assert len({json.dumps(body["messages"]) for body in sent}) >= 2
     assert {(v["concurrency"], tuple(v["band"])) for v in document["verify"]} == cells
@@ -239,7 +236,8 @@ def test_the_schedule_template_fills_a_real_specgauge_serve_command(tiny_model_d
 def test_verify_warms_the_fresh_schedule_server_before_its_counted_rounds(tmp_path):
     # the depth arms are warm from the measuring rounds; the schedule's server is new: one point at the
     # highest concurrency runs on it first and is not counted
-    plain, fast = Script(chunk_delay_s=0.04, num_chunks=12), Script(chunk_delay_s=0.04, num_chunks=4, tokens_per_chunk=3)
+    plain = Script(chunk_delay_s=0.04, num_chunks=12)
+    fast = Script(chunk_delay_s=0.04, num_chunks=4, tokens_per_chunk=3)
     with ScriptedServer(plain) as k0, ScriptedServer(fast) as k2, ScriptedServer(fast) as scheduled:
         done = run_cli("tune", "--url", f"0={k0.url}", "--url", f"2={k2.url}", "--url", f"schedule={scheduled.url}",
                        "--concurrency", "1,3", "--suite", "smoke", "--min-requests", "2", "--requests-per-user", "2",
@@ -256,22 +254,18 @@ def test_verify_warms_the_fresh_schedule_server_before_its_counted_rounds(tmp_pa
 
 
 def test_sigterm_stops_the_tune_and_every_server_it_started(tmp_path):
-    import os
     import signal
-    import time
 
     record = tmp_path / "launched.jsonl"
     server = f"{sys.executable} {Path(__file__).with_name('depth_server.py')} --port {{port}} --record {record}"
     slow = f"{server} --k {{k}}"
-    process = subprocess.Popen([sys.executable, "-m", "specgauge", "tune", "--launch-template", slow, "--depths", "0,2",
-                                "--concurrency", "1", "--suite", "smoke", "--min-requests", "400", "--no-verify",
-                                "--db", str(tmp_path / "t.db")], stderr=subprocess.PIPE, text=True)
-    try:
-        for line in process.stderr:       # wait until the first server is up and measured
-            if "starting k=" in line:
-                break
-        while not record.exists():
-            time.sleep(0.05)
+    process = spawn_cli("tune", "--launch-template", slow, "--depths", "0,2", "--concurrency", "1", "--suite", "smoke",
+                        "--min-requests", "400", "--no-verify", "--db", tmp_path / "t.db",
+                        stderr=subprocess.DEVNULL)
+    try:   # the first launched server is up once it has recorded its pid
+        wait_until(lambda: record.exists() and record.read_text().endswith("\n") or process.poll() is not None,
+                   timeout_s=180, what="the first launched server")
+        assert process.poll() is None, "the tune ended before it was stopped"
         pid = json.loads(record.read_text().splitlines()[0])["pid"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=120) == 128 + signal.SIGTERM
