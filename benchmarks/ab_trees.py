@@ -1,7 +1,9 @@
 """Run one benchmark script from two source trees in alternation and print its tok/s side by side.
 
-    python benchmarks/ab_trees.py --before /path/to/main --after . --rounds 2 -- benchmarks/spec_inprocess.py --prompts 6
-    python benchmarks/ab_trees.py --before /path/to/main --after . -- benchmarks/engine_throughput.py --concurrency 1,8,64
+    python benchmarks/ab_trees.py --before /path/to/main --after . --rounds 2 \
+        -- benchmarks/spec_inprocess.py --prompts 6
+    python benchmarks/ab_trees.py --before /path/to/main --after . \
+        -- benchmarks/engine_throughput.py --concurrency 1,8,64
 
 The script (a path relative to a tree's root) runs from each tree in turn — before, after, then
 after, before in the next round (ABBA), so drifting machine load falls on both alike — and each

@@ -78,7 +78,8 @@ def main() -> None:
             share = inside.float().mean().item()
             accuracy = right[inside].float().mean().item() if inside.any() else float("nan")
             cells.append(f"{share:>5.2f} / {accuracy:>5.2f}")
-        print(f"{name:<17} {confidence.numel():>9} {confidence.mean().item():>6.2f} {right.float().mean().item():>6.2f}  "
+        print(f"{name:<17} {confidence.numel():>9} {confidence.mean().item():>6.2f} "
+              f"{right.float().mean().item():>6.2f}  "
               + "  ".join(f"{c:>13}" for c in cells), flush=True)
 
 

@@ -47,7 +47,8 @@ def main() -> None:
         ci = ratio_of_sums(tokens, base_s, tokens, spec_s, paired=True, rng=rng, resamples=args.resamples).ci
         hits += ci.ci_low <= TRUE_RATIO <= ci.ci_high
         widths.append(ci.ci_high - ci.ci_low)
-    print(f"{'throughput ratio of sums, paired':<40} coverage {hits / args.draws:.3f}  median width {np.median(widths):.3f}")
+    print(f"{'throughput ratio of sums, paired':<40} coverage {hits / args.draws:.3f}  "
+          f"median width {np.median(widths):.3f}")
     base, spec = draw_requests(rng, args.requests, True)
     paired_ci = ratio_of_statistic(base, spec, paired=True, rng=rng, resamples=args.resamples).ci
     unpaired_ci = ratio_of_statistic(base, spec, paired=False, rng=rng, resamples=args.resamples).ci

@@ -117,7 +117,8 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
             "itl_truth_ms": statistics.fmean(itl_truth) if itl_truth else float("nan"),
             "connections": len(outcome.connect_ms),
             "connect_ms_p50": percentile(outcome.connect_ms, 50), "connect_ms_max": max(outcome.connect_ms or [0]),
-            "send_lag_ms_p50": percentile(outcome.send_lag_ms, 50), "send_lag_ms_p99": percentile(outcome.send_lag_ms, 99),
+            "send_lag_ms_p50": percentile(outcome.send_lag_ms, 50),
+            "send_lag_ms_p99": percentile(outcome.send_lag_ms, 99),
             "client_cpu_share": client_cpu_s / ((outcome.window_end_ns - outcome.window_start_ns) / 1e9),
             "chunks_per_s": sum(len(r.chunk_times_ns) for r in outcome.records)
             / ((outcome.window_end_ns - outcome.window_start_ns) / 1e9)}
@@ -236,7 +237,8 @@ def main() -> None:
               f"(target >= 100,000; {t['errors']} errors); {t['chunks_per_read']:.1f} chunks per read, "
               f"client at {100 * t['client_cpu_share']:.0f} % of one core")
     for module, label in PEERS.items():
-        state = "installed, but no adapter to drive it here yet" if importlib.util.find_spec(module) else "not installed"
+        installed = importlib.util.find_spec(module) is not None
+        state = "installed, but no adapter to drive it here yet" if installed else "not installed"
         print(f"  peer {label}: {state}")
 
 

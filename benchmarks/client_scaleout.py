@@ -52,7 +52,8 @@ def one_point(server: ServerProcess, streams: int, workers: int, waves: int) -> 
         if not record.ok or t is None or not t["chunk_send_ns"] or not record.chunk_times_ns:
             errors += 1
             continue
-        errors_ms.append(((record.chunk_times_ns[0] - record.t_send_ns) - (t["chunk_send_ns"][0] - t["t_recv_ns"])) / 1e6)
+        seen = record.chunk_times_ns[0] - record.t_send_ns
+        errors_ms.append((seen - (t["chunk_send_ns"][0] - t["t_recv_ns"])) / 1e6)
     seconds = (outcome.window_end_ns - outcome.window_start_ns) / 1e9
     loop = [w["loop_lag_p99_ms"] for w in outcome.workers if w.get("loop_lag_p99_ms") is not None]
     starts = [w["start_offset_ms"] for w in outcome.workers]

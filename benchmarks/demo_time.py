@@ -33,7 +33,8 @@ def main() -> int:
     print(f"specgauge demo{' --quick' if args.quick else ''}: {elapsed:.0f} s wall ({elapsed / 60:.1f} min)")
     for point in result.sweep:
         print(f"  c={point.concurrency:<3} baseline {point.baseline_tok_s:8.1f} tok/s  speculative "
-              f"{point.speculative_tok_s:8.1f} tok/s  ratio {point.ratio:.2f} [{point.ci_low:.2f}, {point.ci_high:.2f}]")
+              f"{point.speculative_tok_s:8.1f} tok/s  "
+              f"ratio {point.ratio:.2f} [{point.ci_low:.2f}, {point.ci_high:.2f}]")
     for line in result.verdict_lines:
         print(f"  {line}")
     return 0

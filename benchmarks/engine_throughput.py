@@ -8,7 +8,8 @@ Measured in one run, on this machine:
   client sends its next request when the previous one ends; all completion tokens / wall time);
 * the engine process's peak RSS (VmHWM);
 * transformers ``generate()`` on the same weights and thread count, greedy, one request at a
-  time, its single-stream runs interleaved with the engine's so both see the same load: that is how ``generate()`` serves independent requests — its static batching needs
+  time, its single-stream runs interleaved with the engine's so both see the same load: that is how
+  ``generate()`` serves independent requests — its static batching needs
   requests that arrive together and are padded to one length, which a serving workload does
   not give — so its aggregate rate at any concurrency is its one-request rate.
 
@@ -136,7 +137,8 @@ class EngineCore:
 
         engine = self.engine
         ids = engine.tokenizer.encode(prompt)
-        request = Request(engine.new_request_id(), ids, SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True),
+        params = SamplingParams(max_tokens=tokens, temperature=0, ignore_eos=True)
+        request = Request(engine.new_request_id(), ids, params,
                           text_state=TextState(engine.tokenizer, context_ids=ids))
         engine.scheduler.add(request)
         return request
@@ -273,8 +275,9 @@ def main() -> None:
     print(f"  engine core / transformers, single-stream decode:       {median['core'] / hf_decode:.2f}x  "
           f"(both in-process, no HTTP)")
     if "engine_c32" in results:
-        print(f"  engine aggregate at 32 / transformers:                  {results['engine_c32'] / hf_whole:.2f}x  [>= 10x]")
-        print(f"  engine aggregate at 32 / engine single-stream (HTTP):   {results['engine_c32'] / single:.2f}x  [>= 5x]")
+        at_32 = results["engine_c32"]
+        print(f"  engine aggregate at 32 / transformers:                  {at_32 / hf_whole:.2f}x  [>= 10x]")
+        print(f"  engine aggregate at 32 / engine single-stream (HTTP):   {at_32 / single:.2f}x  [>= 5x]")
         print(f"  engine core aggregate at 32 / transformers:             {results['core_c32'] / hf_whole:.2f}x  "
               f"(both in-process, no HTTP)")
 

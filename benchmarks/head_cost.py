@@ -92,7 +92,8 @@ def main() -> None:
         raise SystemExit(f"{args.model} ships no drafter")
     contexts = [int(c) for c in args.contexts.split(",")]
     if max(contexts) + args.tokens > model.context:
-        raise SystemExit(f"--contexts {max(contexts)} + --tokens {args.tokens} exceed {args.model}'s context {model.context}")
+        raise SystemExit(f"--contexts {max(contexts)} + --tokens {args.tokens} exceed {args.model}'s context "
+                         f"{model.context}")
     plain = Engine(EngineConfig(model_dir=str(model.target_dir), threads=1))
     spec = Engine(EngineConfig(model_dir=str(model.target_dir), threads=1, speculative=SpeculativeConfig(
         algorithm="EAGLE3", num_steps=args.k, min_draft_prob=0.0, draft_model_path=str(model.draft_dir))))
@@ -103,7 +104,8 @@ def main() -> None:
     decode_steps(spec, warm, args.tokens)
     print(f"{args.model}: 1 thread, dtype {plain.config.torch_dtype}, chain of {args.k} drafts, "
           f"{args.prompts} prompts x {args.tokens} tokens per context length")
-    print(f"{'context':>8} {'target step':>12} {'head step':>10} {'head/target':>12} {'verify(1+k)/plain':>18} {'tokens/step':>12} {'needed for 1x':>14} {'for 2x':>7}")
+    print(f"{'context':>8} {'target step':>12} {'head step':>10} {'head/target':>12} {'verify(1+k)/plain':>18} "
+          f"{'tokens/step':>12} {'needed for 1x':>14} {'for 2x':>7}")
     for length in contexts:
         target, head, verify, produced = [], [], [], []
         for index in range(args.prompts):

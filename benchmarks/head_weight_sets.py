@@ -67,7 +67,8 @@ def decode_ab(model: str, contexts: list[int], streams: int, prompts: int, token
         algorithm="EAGLE3", num_steps=4, min_draft_prob=0.0, draft_model_path=str(shipped.draft_dir))))
     head = engine.runner.drafter.head
     if head.weight_packing != "fp16":
-        raise SystemExit(f"the head's fp32 set is not packed for FBGEMM here ({head.weight_packing}): nothing to compare")
+        raise SystemExit(f"the head's fp32 set is not packed for FBGEMM here ({head.weight_packing}): "
+                         f"nothing to compare")
     limits = (1, FBGEMM_ROWS_MAX)
     records: list[tuple[int, int, float]] = []  # (row limit, pairs caught up, seconds per drafted token)
     run = engine._run

@@ -53,7 +53,8 @@ def shapes(model: str) -> list[tuple[str, int, int]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="a shipped model name (its target's and drafter's shapes)")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="a shipped model name (its target's and drafter's shapes)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--rows", default="1,2,4,7,16,64,256", help="activation rows (tokens in the step)")
     parser.add_argument("--threads", type=int, default=1)

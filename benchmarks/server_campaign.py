@@ -35,7 +35,6 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -152,7 +151,8 @@ def rid_squatting(url: str, tally: Tally) -> None:
             tally.record(all(r.status_code == 200 for r in responses),
                          f"a squatting stream was refused: {[r.status_code for r in responses]}")
             for n in range(10):
-                other = client.post(url + "/generate", json={"text": f"other {n}", "sampling_params": {"max_new_tokens": 4}})
+                other = client.post(url + "/generate",
+                                    json={"text": f"other {n}", "sampling_params": {"max_new_tokens": 4}})
                 tally.record(other.status_code == 200, f"other client {n}: {other.status_code} {other.text[:120]}")
         finally:
             for h in holds:
@@ -215,14 +215,16 @@ def partial_headers(url: str, tally: Tally, header_timeout: float, count: int = 
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(lambda s: closed_by_peer(s, ceiling), socks))
     for n, (sock, closed) in enumerate(zip(socks, results)):
-        tally.record(closed, f"connection {n} ({PARTIAL_HEADS[n % len(PARTIAL_HEADS)]!r}) still open after {ceiling:.0f}s")
+        head = PARTIAL_HEADS[n % len(PARTIAL_HEADS)]
+        tally.record(closed, f"connection {n} ({head!r}) still open after {ceiling:.0f}s")
         sock.close()
     # a keep-alive connection that sends half of its second request's head
     with socket.create_connection(address, timeout=30) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         first = sock.recv(4096)
         sock.sendall(b"GET /health HTTP/1.1\r\nHo")
-        tally.record(first.startswith(b"HTTP/1.1 200") and closed_by_peer(sock, ceiling), "keep-alive half head not closed")
+        tally.record(first.startswith(b"HTTP/1.1 200") and closed_by_peer(sock, ceiling),
+                     "keep-alive half head not closed")
 
 
 AUTH_CASES = [
@@ -258,7 +260,8 @@ def openai_sdk(url: str, tally: Tally, model: str) -> None:
         model=model, messages=[{"role": "developer", "content": "Be brief."}, *messages], max_tokens=4),
         lambda r: r.choices[0].message.role == "assistant")
     works("chat max_completion_tokens + stop", lambda: client.chat.completions.create(
-        model=model, messages=messages, max_completion_tokens=6, stop=["\n\n"]), lambda r: r.usage.completion_tokens <= 6)
+        model=model, messages=messages, max_completion_tokens=6, stop=["\n\n"]),
+        lambda r: r.usage.completion_tokens <= 6)
     works("chat stream with usage", lambda: list(client.chat.completions.create(
         model=model, messages=messages, max_tokens=6, stream=True, stream_options={"include_usage": True})),
         lambda chunks: chunks[-1].usage is not None)

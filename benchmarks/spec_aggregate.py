@@ -54,7 +54,8 @@ from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
 TARGET = DEFAULT.target_dir   # the default shipped model (shipped_models.py)
-SERVE_EAGLE = dict(algorithm="EAGLE3", num_steps=SERVE_NUM_STEPS, min_draft_prob=SERVE_MIN_DRAFT_PROB)  # `serve`'s defaults
+# `serve`'s defaults
+SERVE_EAGLE = dict(algorithm="EAGLE3", num_steps=SERVE_NUM_STEPS, min_draft_prob=SERVE_MIN_DRAFT_PROB)
 
 
 def build(spec: SpeculativeConfig, max_running: int, draft: str | None) -> Engine:

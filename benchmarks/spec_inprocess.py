@@ -151,7 +151,8 @@ def main() -> None:
         serve_worker()
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="a shipped model name (its target, and its drafter unless --draft)")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="a shipped model name (its target, and its drafter unless --draft)")
     parser.add_argument("--configs", default="plain,k3p0,k4p0,k5p0,k5p30,ngram")
     parser.add_argument("--suite", default="coding")
     parser.add_argument("--prompts", type=int, default=10)
@@ -208,9 +209,11 @@ def main() -> None:
         baseline = f"plain{at}{packing}" if f"plain{at}{packing}" in rates else "plain"  # plain with the same @packing
         base = statistics.median(rates[baseline])
         paired = statistics.median(a / b for a, b in zip(values, rates[baseline]))
-        print(f"{name:>12}: {statistics.median(values):7.1f} tok/s   {statistics.median(values) / base:.2f}x of {baseline} "
-              f"(median of per-prompt ratios {paired:.2f}x)   {counts[name][0] / counts[name][1]:.2f} tokens per step   "
-              f"weights {engines[name].model.weight_packing}   first token {statistics.median(firsts[name]) * 1e3:.0f} ms")
+        rate, first_ms = statistics.median(values), statistics.median(firsts[name]) * 1e3
+        print(f"{name:>12}: {rate:7.1f} tok/s   {rate / base:.2f}x of {baseline} "
+              f"(median of per-prompt ratios {paired:.2f}x)   "
+              f"{counts[name][0] / counts[name][1]:.2f} tokens per step   "
+              f"weights {engines[name].model.weight_packing}   first token {first_ms:.0f} ms")
     if other:
         print(f"this tree ({SRC}) against {args.compare_src.resolve() / 'src'}, prompt by prompt:")
         for name, values in rates.items():
@@ -218,10 +221,11 @@ def main() -> None:
             same = "same tokens and steps" if counts[name] == other_counts[name] else \
                 f"DIFFERENT tokens/steps {counts[name]} vs {other_counts[name]}"
             first_ratio = statistics.median(b / a for a, b in zip(firsts[name], other_firsts[name]))
-            print(f"{name:>12}: {statistics.median(values):7.1f} tok/s here, {statistics.median(other_rates[name]):7.1f} "
-                  f"tok/s there: {paired:.3f}x (median of per-prompt ratios)   {same}   first token "
-                  f"{statistics.median(firsts[name]) * 1e3:.0f} ms here, {statistics.median(other_firsts[name]) * 1e3:.0f} "
-                  f"ms there: {first_ratio:.2f}x faster here")
+            here_ms, there_ms = statistics.median(firsts[name]) * 1e3, statistics.median(other_firsts[name]) * 1e3
+            print(f"{name:>12}: {statistics.median(values):7.1f} tok/s here, "
+                  f"{statistics.median(other_rates[name]):7.1f} tok/s there: {paired:.3f}x (median of per-prompt "
+                  f"ratios)   {same}   first token {here_ms:.0f} ms here, {there_ms:.0f} ms there: "
+                  f"{first_ratio:.2f}x faster here")
 
 
 if __name__ == "__main__":

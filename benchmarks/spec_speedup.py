@@ -6,8 +6,9 @@
 Prints:
 
 1. single-stream decode tok/s (median per request) with speculation off, EAGLE-3 chain, the
-   n-gram drafter and EAGLE-3 with adaptive k on the ``coding`` and ``encyclopedic`` suites and on code-editing prompts (a
-   function to change and return whole; ``--suites`` picks others, e.g. ``agentic`` for a 4,096-token target), arms interleaved request by request; the speedups
+   n-gram drafter and EAGLE-3 with adaptive k on the ``coding`` and ``encyclopedic`` suites and on
+   code-editing prompts (a function to change and return whole; ``--suites`` picks others, e.g.
+   ``agentic`` for a 4,096-token target), arms interleaved request by request; the speedups
    over off; the acceptance length per suite (the requests' own ``spec_accept_length``);
 2. aggregate tok/s (closed loop) at each concurrency with speculation off, on and with
    ``--speculative-adaptive``; the crossover (the first concurrency where on loses to off); then
@@ -187,7 +188,8 @@ def main() -> None:
     if args.skip_aggregate:
         arm_flags = {k: v for k, v in arm_flags.items() if k in ("off", "eagle3", "ngram", "adaptive")}
     print(f"models: {note}\n  target {target}\n  drafter {draft}\nthreads {args.threads}, chain k="
-          f"{args.num_steps or 'serve default'}, min draft prob {args.min_draft_prob if args.min_draft_prob is not None else 'serve default'}",
+          f"{args.num_steps or 'serve default'}, min draft prob "
+          f"{args.min_draft_prob if args.min_draft_prob is not None else 'serve default'}",
           flush=True)
     processes = {arm: EngineProcess(common + flags, start_timeout=180) for arm, flags in arm_flags.items()}
     try:
@@ -205,8 +207,8 @@ def main() -> None:
               f"{args.tokens} max tokens, arms interleaved; {time.perf_counter() - started:.0f} s); "
               f"accept = tokens per verify (the requests' spec_accept_length)")
         spec_arms = single_arms[1:]
-        print(f"{'suite':<14}" + "".join(f"{a:>10}" for a in single_arms) + "".join(f"{a + '/off':>14}" for a in spec_arms)
-              + "".join(f"{'accept ' + a:>17}" for a in spec_arms))
+        print(f"{'suite':<14}" + "".join(f"{a:>10}" for a in single_arms)
+              + "".join(f"{a + '/off':>14}" for a in spec_arms) + "".join(f"{'accept ' + a:>17}" for a in spec_arms))
         for suite_name in suites:
             med = {a: statistics.median(single[(suite_name, a)][0]) for a in single_arms}
             acc = {a: statistics.mean(single[(suite_name, a)][1]) if single[(suite_name, a)][1] else float("nan")
@@ -217,8 +219,9 @@ def main() -> None:
         if args.skip_aggregate:
             return
         coding = load_suite("coding")
-        print(f"\naggregate tok/s, closed loop on 'coding' ({args.agg_tokens} max tokens, {args.agg_factor}x concurrency "
-              f"requests per point, {args.repeats} rounds per level in alternating order)", flush=True)
+        print(f"\naggregate tok/s, closed loop on 'coding' ({args.agg_tokens} max tokens, "
+              f"{args.agg_factor}x concurrency requests per point, {args.repeats} rounds per level in alternating "
+              f"order)", flush=True)
         rates: dict[tuple[int, str], float] = {}
         for level in levels:
             measured = aggregate({a: servers[a] for a in ("off", "eagle3", "adaptive")}, coding, level, args)
@@ -240,7 +243,8 @@ def main() -> None:
             r = {a: rates[(level, a)] for a in ("off", "eagle3", "adaptive", "off (again)", "disable-above")}
             print(f"{level:<12}{r['off']:>14.1f}{r['eagle3']:>14.1f}{r['adaptive']:>14.1f}"
                   f"{r['eagle3'] / r['off']:>13.2f}x{r['adaptive'] / r['off']:>13.2f}x   |"
-                  f"{r['off (again)']:>11.1f}{r['disable-above']:>15.1f}{r['disable-above'] / r['off (again)']:>11.2f}x")
+                  f"{r['off (again)']:>11.1f}{r['disable-above']:>15.1f}"
+                  f"{r['disable-above'] / r['off (again)']:>11.2f}x")
         print(f"crossover (first concurrency where eagle3 < off): {crossover if crossover else 'not reached'}; "
               f"--speculative-disable-above {threshold} "
               f"({'given' if args.disable_above is not None else 'the last concurrency before the crossover'})")

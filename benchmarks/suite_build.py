@@ -114,7 +114,8 @@ def main() -> None:
         print(f"generated {on_disk / (1 << 30):.2f} GiB, {sum(counts.values())} samples in {len(counts)} sources "
               f"in {time.perf_counter() - start:.1f} s (page cache warm)")
         for label, extra in (("no hold-out", ()), ("--holdout 0.1", ("--holdout", "0.1"))):
-            seconds, rss_mib, stdout = timed_build(root / "data", tokenizer_path, root / "suite.jsonl", args.size, *extra)
+            seconds, rss_mib, stdout = timed_build(root / "data", tokenizer_path, root / "suite.jsonl", args.size,
+                                                   *extra)
             lines = sum(1 for _ in (root / "suite.jsonl").open()) - 1
             print(f"from-training-data --size {args.size} ({label}): {seconds:.2f} s wall, peak RSS {rss_mib:.0f} MiB, "
                   f"{lines} prompts written")

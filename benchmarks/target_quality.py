@@ -11,7 +11,7 @@ all, so the figures compare), the models taking turns prompt by prompt so the ma
 falls on all alike. Printed per model and suite:
 
 * distinct-trigram share: distinct / all token trigrams of the continuations, pooled (1.0 = no
-  trigram repeats; a model stuck in a loop scores low — issue 22 asks ≥ 0.6 on code and prose);
+  trigram repeats; a model stuck in a loop scores low — the goal is ≥ 0.6 on code and prose);
 * mean continuation length in tokens (short ones end their turn);
 * median single-stream decode tok/s (tokens after the first over the time after the first step);
 * how many of the suite's prompts fit the model's context with ``--tokens`` output, and its
@@ -102,7 +102,7 @@ def main() -> None:
     models = ([Path(m) for m in args.models.split(",")] if args.models else
               sorted(p for p in ASSETS.glob("target*") if (p / "config.json").is_file()))
     engines = {m: Engine(EngineConfig(model_dir=str(m), threads=1)) for m in models}
-    print(f"models: " + ", ".join(f"{m.name} ({model_context(m)} tokens)" for m in models) +
+    print("models: " + ", ".join(f"{m.name} ({model_context(m)} tokens)" for m in models) +
           f"; greedy, {args.tokens} new tokens at most, 1 thread", flush=True)
     if args.corpus:
         validation_table(models, args.corpus, args.windows)

@@ -1,4 +1,4 @@
-"""`specgauge tune` on the embedded engine, judged against issue 19's performance goal.
+"""`specgauge tune` on the embedded engine, judged against its performance goal.
 
     PYTHONPATH=src python benchmarks/tune_schedule.py                         # levels 1,4,16,64,256
     PYTHONPATH=src python benchmarks/tune_schedule.py --levels 1,4,16 --depths 0,2,5 --max-tokens 32
@@ -14,7 +14,7 @@ concurrency levels and prints, per level, from the same run:
 * the tuning time (wall, measuring, verifying) and the adaptive measurement's saving: the seconds
   measured against the full grid (every cell, ``--max-rounds`` rounds) at the measured time per point.
 
-The goal (issue 19): at every level the schedule >= 0.97x of the best fixed depth and of no
+The goal: at every level the schedule >= 0.97x of the best fixed depth and of no
 speculation, and >= 95% of the best single-stream gain kept. A line says whether each was met;
 an interval that straddles the line is named as noise, not as a miss.
 """
@@ -100,7 +100,8 @@ def main() -> int:
     measured = document["measure_seconds"]
     verifying = sum(p["seconds"] for p in verify)
     print(f"schedule {document['schedule']['entries']}; best fixed depth {best}")
-    print(f"tuning: {'(reused: not timed)' if args.reuse and args.keep else f'{wall:.0f} s wall'}; measuring {measured:.0f} s against {document['full_grid_seconds']:.0f} s "
+    timed = "(reused: not timed)" if args.reuse and args.keep else f"{wall:.0f} s wall"
+    print(f"tuning: {timed}; measuring {measured:.0f} s against {document['full_grid_seconds']:.0f} s "
           f"for the full grid (saved {1 - measured / document['full_grid_seconds']:.0%}); verifying {verifying:.0f} s")
     if not verify:
         print("no verification ran (the schedule is no speculation, or nothing was verified): "
@@ -133,7 +134,8 @@ def main() -> int:
         kept_beside = ((schedule_gain.ratio - 1) / (beside.ratio - 1)
                        if schedule_gain and beside and beside.ratio > 1 else None)
         if kept_beside is not None:
-            print(f"  in the same verify rounds: {best} gains {_fmt(beside)} over k=0, the schedule {_fmt(schedule_gain)}; "
+            print(f"  in the same verify rounds: {best} gains {_fmt(beside)} over k=0, "
+                  f"the schedule {_fmt(schedule_gain)}; "
                   f"kept {kept_beside:.0%} (schedule / {best} {_fmt(to_best)})")
         judged = kept_beside if kept_beside is not None else kept
         if judged is None or judged >= GOAL_KEPT:

@@ -61,7 +61,8 @@ def test_point_ratio_sets_the_estimate_and_scales_the_interval():
     rng = np.random.default_rng(3)
     tokens = np.full(20, 50.0)
     seconds = rng.uniform(0.9, 1.1, 20)
-    estimate = ratio_of_sums(tokens, seconds, tokens, seconds / 2 * rng.uniform(0.9, 1.1, 20), paired=True, rng=rng, resamples=RESAMPLES,
+    estimate = ratio_of_sums(tokens, seconds, tokens, seconds / 2 * rng.uniform(0.9, 1.1, 20), paired=True, rng=rng,
+                             resamples=RESAMPLES,
                              point_ratio=1.9)
     assert estimate.ci.ratio == 1.9
     assert estimate.ci.ci_low < 1.9 < estimate.ci.ci_high

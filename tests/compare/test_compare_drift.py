@@ -16,7 +16,8 @@ async def test_identical_servers_on_a_drifting_machine_get_no_claim(tmp_path, ro
     with baseline, speculative, Store.open(tmp_path / "c.db") as store:
         plan = ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value=baseline.url),
                            speculative=ArmConfig(name="speculative", kind="url", value=speculative.url),
-                           api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"), concurrency=(1, 2, 4, 8),
+                           api="sglang", raw_chat_format=True, domains=("coding", "encyclopedic"),
+                           concurrency=(1, 2, 4, 8),
                            num_requests_single=6, num_requests_sweep=16, warmup=1, rounds=rounds,
                            bootstrap_resamples=400, label="same server")
         result = await run_comparison(plan, store)
@@ -30,7 +31,7 @@ async def test_identical_servers_on_a_drifting_machine_get_no_claim(tmp_path, ro
 
 
 async def test_a_domain_with_acceptance_near_one_alarms_though_the_mean_is_fine(tmp_path):
-    """Issue 17: a domain accepting 1.03 tokens per verify raised no alarm because the alarm
+    """A domain accepting 1.03 tokens per verify raised no alarm because the alarm
     averaged every domain; the alarm is per domain."""
     import dataclasses
 
@@ -57,11 +58,12 @@ async def test_a_domain_with_acceptance_near_one_alarms_though_the_mean_is_fine(
         result = await run_comparison(plan, store)
     assert result.acceptance_by_domain["encyclopedic"] == pytest.approx(1.03)
     alarms = [w for w in result.health if w.code == "accept_length_one"]
-    assert [w.domain for w in alarms] == ["encyclopedic"] and "encyclopedic: acceptance length is 1.03" in alarms[0].message
+    assert [w.domain for w in alarms] == ["encyclopedic"]
+    assert "encyclopedic: acceptance length is 1.03" in alarms[0].message
 
 
 async def test_a_round_measured_at_an_outlying_speed_flags_its_points(tmp_path):
-    """Issue 16: a slow minute on one arm made a fake verdict; a round whose speed is far from the
+    """A slow minute on one arm made a fake verdict; a round whose speed is far from the
     arm's other round at the same point is flagged. The baseline server turns 4x slower after its
     first round's requests (a count, not a time)."""
     import dataclasses

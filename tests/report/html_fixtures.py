@@ -120,7 +120,8 @@ def comparison_result(*, crossover: bool = True) -> CompareResult:
                                          "note": "hypothetical flag"},
                                         {"server": "vllm", "setting": '{"num_speculative_tokens_per_batch_size": '
                                                                       '[[14, 3], [1024, 0]]}', "note": "newer vLLM"},
-                                        {"server": "specgauge", "setting": "specgauge serve --speculative-disable-above 14",
+                                        {"server": "specgauge",
+                                         "setting": "specgauge serve --speculative-disable-above 14",
                                          "note": "the embedded engine"}]},
         "verdict_lines": ["EAGLE-3 speeds up single-stream coding 1.8x [1.7, 1.9] and encyclopedic 1.2x [1.1, 1.3].",
                           "The baseline overtakes it at ≈ 14 concurrent requests [12, 17]; at 64 speculation "
@@ -131,7 +132,8 @@ def comparison_result(*, crossover: bool = True) -> CompareResult:
                                        "speculative_excerpt": "return x+1"}]},
         "health": [{"code": "degenerate_output", "message": "12% of outputs repeat 4-grams heavily"}],
         "tokens_per_chunk": {"baseline": [{"tokens": 1, "count": 900}],
-                             "speculative": [{"tokens": t, "count": c} for t, c in ((1, 200), (2, 260), (3, 240), (4, 180))]},
+                             "speculative": [{"tokens": t, "count": c}
+                                             for t, c in ((1, 200), (2, 260), (3, 240), (4, 180))]},
         "acceptance_by_position": [{"start": s, "end": s + 16, "tokens_per_chunk": 3.0 - s / 64, "chunks": 40}
                                    for s in range(0, 64, 16)],
         "acceptance_by_domain": {"coding": 3.1, "encyclopedic": 1.9},

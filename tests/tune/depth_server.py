@@ -25,6 +25,7 @@ with open(args.record, "a") as record:
     record.write(json.dumps({"k": args.k, "schedule": json.loads(args.schedule) if args.schedule else None,
                              "pid": os.getpid()}) + "\n")
 fast = args.k > 0 or args.schedule is not None
-script = Script(chunk_delay_s=0.02, num_chunks=4, tokens_per_chunk=3) if fast else Script(chunk_delay_s=0.02, num_chunks=12)
+script = (Script(chunk_delay_s=0.02, num_chunks=4, tokens_per_chunk=3) if fast
+          else Script(chunk_delay_s=0.02, num_chunks=12))
 with ScriptedServer(script, port=args.port):
     signal.pause()

@@ -32,7 +32,8 @@ def test_vllm_serves_the_4k_pair_on_agentic_transcripts_with_eagle3(tmp_path):
     assert point["num_errors"] == 0 and point["num_ok"] == 4
     with sqlite3.connect(tmp_path / "b.db") as db:
         prompts = [row[0] for row in db.execute("SELECT prompt_tokens FROM requests")]
-    print(f"prompt tokens (vLLM's count): {sorted(prompts)}; acceptance length {point['server_spec']['accept_length']:.2f}")
+    print(f"prompt tokens (vLLM's count): {sorted(prompts)}; "
+          f"acceptance length {point['server_spec']['accept_length']:.2f}")
     assert len(prompts) == 4 and statistics.median(prompts) >= 1000   # past the first target's 512
     drafts = counter(after, "vllm:spec_decode_num_drafts_total") - counter(before, "vllm:spec_decode_num_drafts_total")
     accepted = (counter(after, "vllm:spec_decode_num_accepted_tokens_total")

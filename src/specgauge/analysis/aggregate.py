@@ -216,7 +216,8 @@ def aggregate_point(
         accept_length_requests=len(accept_lengths),
         accept_length_token_weighted=definitions.token_weighted_accept_length(ok),
         tokens_per_step=decode_tokens / decode_steps if decode_steps else None,
-        drafted_step_share=min(1.0, server_drafts / decode_steps) if server_drafts is not None and decode_steps else None,
+        drafted_step_share=(min(1.0, server_drafts / decode_steps) if server_drafts is not None and decode_steps
+                            else None),
         prefix_cache_hit_rate=(spec_dict or {}).get("prefix_cache_hit_rate"),
         server_spec=spec_dict,
         token_count_source=(next(iter(sources)) if len(sources) == 1 else "mixed") if sources else None,

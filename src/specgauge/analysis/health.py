@@ -211,7 +211,8 @@ def outlying_round_warnings(rounds: Sequence[tuple[str, str, int, float | None, 
             warnings.append(HealthWarning(
                 code="outlying_round", arm=arm, concurrency=concurrency,
                 message=f"{point}: the {arm} arm ran at {first:,.1f} tok/s in round {first_round + 1} and "
-                        f"{second:,.1f} in round {first_round + 2} ({apart:.0%} apart, over {OUTLYING_ROUND:.0%}) on the "
+                        f"{second:,.1f} in round {first_round + 2} ({apart:.0%} apart, over {OUTLYING_ROUND:.0%}) "
+                        f"on the "
                         f"same prompts: one round was measured at an outlying speed, so this point's ratio is "
                         f"uncertain beyond its requests (rerun on a quieter machine or with more --rounds)"))
     return tuple(warnings)

@@ -78,7 +78,8 @@ async def fingerprint(endpoint: Endpoint) -> dict:
     """What the server says it is: ``/v1/models`` JSON, SGLang server info when present, and
     identifying response headers (``server``, ...). Never raises; missing parts are None.
     A server whose models are ``owned_by: "vllm"`` (vLLM's ``/v1/models``,
-    ``ModelCard`` in ``vllm/entrypoints/serve/engine/serving/protocol.py``) is not asked for SGLang's server info routes."""
+    ``ModelCard`` in ``vllm/entrypoints/serve/engine/serving/protocol.py``) is not asked for SGLang's server
+    info routes."""
     async with _session() as session:
         models, headers = await _get_json(session, endpoint, "/v1/models")
         server_info = None

@@ -75,7 +75,8 @@ async def _warm_one(session: aiohttp.ClientSession, endpoint: Endpoint, timeouts
     for path in WARM_PATHS:
         try:
             async with session.get(endpoint.url(path), headers=headers,
-                                   timeout=aiohttp.ClientTimeout(total=timeouts.connect_s + timeouts.headers_s)) as resp:
+                                   timeout=aiohttp.ClientTimeout(total=timeouts.connect_s + timeouts.headers_s)
+                                   ) as resp:
                 await resp.read()
                 if resp.status < 400:
                     return

@@ -15,8 +15,8 @@ from typing import Iterator, Literal
 from specgauge.client.endpoint import Endpoint, Timeouts  # re-exported: the runner's contract
 from specgauge.errors import UserError
 
-__all__ = ["Endpoint", "Timeouts", "PointSpec", "PlannedRequest", "prompt_order", "iter_prompt_order", "arrival_offsets",
-           "plan_requests"]
+__all__ = ["Endpoint", "Timeouts", "PointSpec", "PlannedRequest", "prompt_order", "iter_prompt_order",
+           "arrival_offsets", "plan_requests"]
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,8 @@ def _chat_template_choice(config: BenchConfig, suite: Suite, tokenizer_path: str
         return "plain 'Role: content' blocks ending in 'Assistant:' (--raw-chat-format; not the model's template)"
     where = ("no chat_template next to " + tokenizer_path) if tokenizer_path else \
         "no tokenizer: the server reports none on this machine and no --tokenizer was given"
-    raise UserError(f"suite '{suite.name}' has chat messages but --api {config.api} sends raw text and the model's chat "
-                    f"template is unknown ({where}); pass --tokenizer PATH/tokenizer.json (with its "
+    raise UserError(f"suite '{suite.name}' has chat messages but --api {config.api} sends raw text and the model's "
+                    f"chat template is unknown ({where}); pass --tokenizer PATH/tokenizer.json (with its "
                     f"tokenizer_config.json), use --api openai-chat, or --raw-chat-format to send plain "
                     f"'User: ...' text")
 

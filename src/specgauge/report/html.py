@@ -88,8 +88,12 @@ document.querySelectorAll("button.copy").forEach(function (button) {
   button.addEventListener("click", function () {
     var code = button.closest(".setting").querySelector("code");
     var text = code.textContent;
-    var done = function () { button.textContent = "copied"; setTimeout(function () { button.textContent = "copy"; }, 1200); };
-    if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(text).then(done, function () {}); return; }
+    var done = function () {
+      button.textContent = "copied"; setTimeout(function () { button.textContent = "copy"; }, 1200);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () {}); return;
+    }
     var range = document.createRange(); range.selectNodeContents(code);
     var selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range); done();
   });

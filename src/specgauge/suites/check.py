@@ -199,7 +199,8 @@ def check_suite(suite: Suite, training: list[ReferenceSource], against: str,
     outside = builtin_references()
     training_units = {r.name: [unitize(t) for t in r.texts] for r in training}
     outside_units = {r.name: [unitize(t) for t in r.texts] for r in outside}
-    vocabulary = {u for lists in (*training_units.values(), *outside_units.values(), prompts) for us in lists for u in us}
+    vocabulary = {u for lists in (*training_units.values(), *outside_units.values(), prompts)
+                  for us in lists for u in us}
     models = {name: UnigramModel(Counter(u for us in lists for u in us), len(vocabulary) + 1)
               for name, lists in {**training_units, **outside_units}.items()}
     domain_of = {r.name: r.domain for r in (*training, *outside)}

@@ -64,7 +64,8 @@ def show_command(ref: str, first: int) -> None:
     click.echo(f"max_tokens: min {max_tokens[0]}, median {int(statistics.median(max_tokens))}, max {max_tokens[-1]}")
     for index, request in enumerate(loaded.requests[:first]):
         text = " ".join(request.text().split())
-        click.echo(f"[{index}] ({request.domain}, {request.max_tokens} tokens) {text[:160]}{'…' if len(text) > 160 else ''}")
+        shown = text[:160] + ("…" if len(text) > 160 else "")
+        click.echo(f"[{index}] ({request.domain}, {request.max_tokens} tokens) {shown}")
 
 
 @suite.command("import")
@@ -159,9 +160,10 @@ def check_command(suite_ref: str, against: str, tokenizer_path: str | None, samp
             click.echo(f"  {s.name:<24} {s.domain:<14} {s.training_share:>6.1%} {s.suite_share_by_tag:>11.1%} "
                        f"{s.suite_share_by_nearest:>15.1%}")
         click.echo("suite prompts look like: " + ", ".join(f"{d} {v:.0%}" for d, v in report.suite_domain_mix.items()))
-        click.echo("training data domains:   " + ", ".join(f"{d} {v:.0%}" for d, v in
-                                                         sorted(report.training_domain_mix.items(), key=lambda kv: -kv[1])))
-        click.echo(f"warning: {report.warning}" if report.warning else "ok: the suite matches the training distribution")
+        mix = sorted(report.training_domain_mix.items(), key=lambda kv: -kv[1])
+        click.echo("training data domains:   " + ", ".join(f"{d} {v:.0%}" for d, v in mix))
+        click.echo(f"warning: {report.warning}" if report.warning else
+                   "ok: the suite matches the training distribution")
     if report.warning and fail_on_warning:
         raise SystemExit(1)
 

@@ -221,7 +221,7 @@ def _npz_member(path: Path, archive: zipfile.ZipFile, key: str) -> np.ndarray | 
             read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                            else np.lib.format.read_array_header_2_0)
             shape, fortran, dtype = read_header(handle)
-            if dtype != object:
+            if not dtype.hasobject:
                 return np.memmap(path, dtype=dtype, mode="r", offset=handle.tell(), shape=shape,
                                  order="F" if fortran else "C")
     with archive.open(name) as member:

@@ -318,7 +318,8 @@ def _build(sources: list[SourceData], tokenizer: TokenizerFile | None, options: 
             "holdout": options.holdout,
             "holdout_hash": "sha256(normalized prompt text)[:8] / 2**64 < holdout",
             "seed": options.seed,
-            "max_tokens": options.max_tokens or f"response length clamped to [{MAX_TOKENS_FLOOR}, {MAX_TOKENS_CEILING}]",
+            "max_tokens": options.max_tokens
+            or f"response length clamped to [{MAX_TOKENS_FLOOR}, {MAX_TOKENS_CEILING}]",
             "duplicates_skipped": sum(r.duplicates for r in reports.values()),
         },
     )

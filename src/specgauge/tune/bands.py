@@ -126,7 +126,8 @@ def build_band_suites(suite_name: str, bands: tuple[tuple[int, int], ...], *, to
         if len(chosen) >= min_prompts:
             source = f"suite {suite.name}"
         else:
-            chosen, source = synthetic_band_requests(tokenizer, measure, band, synthetic_count, seed, overhead), "synthetic"
+            chosen = synthetic_band_requests(tokenizer, measure, band, synthetic_count, seed, overhead)
+            source = "synthetic"
         requests = tuple(r.model_copy(update={"max_tokens": max_tokens}) for r in chosen)
         derived = Suite(name=f"{suite.name if source != 'synthetic' else 'random'}-ctx{band[0]}-{band[1]}",
                         requests=requests,

@@ -31,7 +31,8 @@ def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
     the settings, the measurement time and the verification."""
     lines = []
     depths = sorted({d.depth for c in result.choices for d in c.depths})
-    header = f"{'concurrency' if not result.band_suites else 'conc@tokens':>11}  " + "  ".join(f"{'k=' + str(d):>28}" for d in depths) + "  choice"
+    first = "concurrency" if not result.band_suites else "conc@tokens"
+    header = f"{first:>11}  " + "  ".join(f"{'k=' + str(d):>28}" for d in depths) + "  choice"
     lines += ["per depth: tok/s, ratio to the cell's best [95% interval], median TPOT (* chosen):", header]
     for choice in result.choices:
         cells = []
@@ -59,7 +60,8 @@ def render_text(result: TuneResult, settings: tuple[ServerSetting, ...]) -> str:
                      f"schedule / the better of them per level:")
         for level in result.verify:
             figures = ", ".join(f"{label} {value:.0f}" for label, value in level.throughput.items())
-            lines.append(f"  c={_cell(level.concurrency, level.band)}: {figures} tok/s; schedule / {level.best_other} = {_ratio(level.ratio)}")
+            lines.append(f"  c={_cell(level.concurrency, level.band)}: {figures} tok/s; "
+                         f"schedule / {level.best_other} = {_ratio(level.ratio)}")
         worst = result.worst_verify_ratio
         if worst is not None:
             lines.append(f"worst ratio of the schedule to the per-level best: {_ratio(worst)}")
@@ -86,7 +88,8 @@ def result_document(result: TuneResult, settings: tuple[ServerSetting, ...]) -> 
     document = dataclasses.asdict(result)
     document["schedule"] = {"entries": result.schedule.as_json_list(), "context_axis": result.schedule.context_axis,
                             "max_depth": result.schedule.max_depth}
-    document["worst_verify_ratio"] = dataclasses.asdict(result.worst_verify_ratio) if result.worst_verify_ratio else None
+    worst = result.worst_verify_ratio
+    document["worst_verify_ratio"] = dataclasses.asdict(worst) if worst else None
     document["settings"] = [s.model_dump(mode="json") for s in settings]
     document["rounds_by_cell"] = {str(k): v for k, v in result.rounds_by_cell.items()}
     return document

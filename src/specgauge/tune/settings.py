@@ -19,8 +19,8 @@ import json
 import shlex
 
 from specgauge.analysis.results import ServerSetting, SpeculationSetup
-from specgauge.analysis.server_settings import (SGLANG_ADAPTIVE_ALGORITHMS, SGLANG_ALGORITHM_OF_VLLM, SGLANG_CONFIG_FILE,
-                                                SGLANG_CPU_ADAPTIVE_FLAGS, SGLANG_CPU_NOTE,
+from specgauge.analysis.server_settings import (SGLANG_ADAPTIVE_ALGORITHMS, SGLANG_ALGORITHM_OF_VLLM,
+                                                SGLANG_CONFIG_FILE, SGLANG_CPU_ADAPTIVE_FLAGS, SGLANG_CPU_NOTE,
                                                 validate_sglang_adaptive_config, validate_vllm_config,
                                                 vllm_base_config)
 from specgauge.tune.choice import TunedSchedule

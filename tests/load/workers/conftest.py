@@ -21,7 +21,8 @@ def check_against_plan_and_truth(store: Store, run_id: int, config: BenchConfig,
     checked = 0
     for point in store.get_points(run_id):
         records = store.get_requests(point.id)
-        planned = [(i.request_index, i.prompt_index) for i in plan_requests(PointSpec(**point.spec), len(suite.requests))]
+        planned = [(i.request_index, i.prompt_index)
+                   for i in plan_requests(PointSpec(**point.spec), len(suite.requests))]
         assert sorted((r.request_index, r.prompt_index) for r in records) == planned
         for record in records:
             assert record.ok, record.error_message

@@ -42,7 +42,8 @@ def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
         causes = []
         p50, p99, loop = worker.get("send_lag_p50_ms"), worker.get("send_lag_p99_ms"), worker.get("loop_lag_p99_ms")
         if p50 is not None and p99 is not None and (p50 > SEND_LAG_P50_MS or p99 > SEND_LAG_P99_MS):
-            causes.append(f"send lag p50 {p50:.1f} ms, p99 {p99:.1f} ms (> {SEND_LAG_P50_MS:g} / {SEND_LAG_P99_MS:g} ms)")
+            causes.append(f"send lag p50 {p50:.1f} ms, p99 {p99:.1f} ms "
+                          f"(> {SEND_LAG_P50_MS:g} / {SEND_LAG_P99_MS:g} ms)")
         if loop is not None and loop > LOOP_LAG_P99_MS:
             causes.append(f"event-loop lag p99 {loop:.1f} ms (> {LOOP_LAG_P99_MS:g} ms)")
         if causes:
