@@ -37,15 +37,6 @@ def ratio_with_ci(ratio: float | None, ci_low: float | None, ci_high: float | No
     return f"{ratio:.2f}×{interval}"
 
 
-def concurrency_with_ci(value: float | None, ci_low: float | None, ci_high: float | None) -> str:
-    """``≈ 13.6 [11.8, 16.9]``; an open upper end is written ``beyond the tested range``."""
-    if value is None:
-        return "–"
-    low = "?" if ci_low is None else f"{ci_low:.3g}"
-    high = "beyond the tested range" if ci_high is None else f"{ci_high:.3g}"
-    return f"≈ {value:.3g} [{low}, {high}]"
-
-
 def describe_point(spec: dict) -> str:
     """A short label for a stored point spec: ``c=8`` or ``rate=2/s`` (``≤16`` when capped)."""
     if spec.get("mode") == "open":

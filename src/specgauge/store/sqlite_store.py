@@ -305,16 +305,6 @@ class Store(ComparisonTables, TuneTables, RunClaims):
         self._db.execute("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
                          (status, finished, error, run_id))
 
-    def update_run_server(self, run_id: int, *, model: str | None = None, server_fingerprint: Any = None,
-                          server_info: Any = None, response_headers: Any = None) -> None:
-        """Fill in what was learnt about the server after the run row was written (non-None only)."""
-        columns = {"model": model, "server_fingerprint_json": _dumps(server_fingerprint),
-                   "server_info_json": _dumps(server_info), "response_headers_json": _dumps(response_headers)}
-        columns = {k: v for k, v in columns.items() if v is not None}
-        if columns:
-            assignments = ", ".join(f"{k} = ?" for k in columns)
-            self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*columns.values(), run_id))
-
     def get_run(self, run_id: int) -> RunRow:
         """The run with ``run_id``; an unknown id raises :class:`UserError`."""
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()

@@ -143,8 +143,3 @@ def detect_template(text: str) -> ChatTemplate | None:
             return template
     return None
 
-
-def render_specgauge(messages: list[ChatMessage] | tuple[ChatMessage, ...], generation_prompt: bool) -> str:
-    """Render messages in the embedded engine's template (used by tests and the benchmark generator)."""
-    body = "".join(f"<|{m.role}|>\n{m.content}<|end|>\n" for m in messages)
-    return "<|begin_of_text|>" + body + ("<|assistant|>\n" if generation_prompt else "")

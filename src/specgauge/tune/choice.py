@@ -126,7 +126,8 @@ def choose_cell(measured: CellMeasurements, tolerance: float = TOLERANCE) -> Cel
         results.append(DepthResult(depth, means[depth], ratio, depth == best or ratio.hi >= line, tpot))
     chosen = min(r.depth for r in results if r.ties)
     rounds = min(r.to_best.rounds for r in results if r.depth == best)
-    straddling = [r.depth for r in results if r.depth < best and r.to_best.rounds and r.to_best.lo < line <= r.to_best.hi]
+    straddling = [r.depth for r in results
+                  if r.depth < best and r.to_best.rounds and r.to_best.lo < line <= r.to_best.hi]
     if rounds < 2:
         uncertain, why = True, "one round: no interval yet"
     elif straddling:
@@ -205,7 +206,3 @@ def _merge(ranges: list[list]) -> list[list]:
             merged.append([lo, hi, value])
     return merged
 
-
-def uncertain_cells(choices: Sequence[CellChoice]) -> list[Cell]:
-    """The cells where more rounds could change the choice."""
-    return [c.cell for c in choices if c.uncertain]

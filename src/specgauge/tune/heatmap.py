@@ -54,9 +54,6 @@ class HeatMap:
     rows: tuple[HeatRow, ...]
     tolerance: float = TOLERANCE   # a depth whose interval reaches 1 - tolerance ties the best
 
-    def rows_of(self, band: tuple[int, int] | None) -> tuple[HeatRow, ...]:
-        return tuple(row for row in self.rows if row.band == band)
-
 
 def schedule_entry_at(schedule: TunedSchedule, concurrency: int, band: tuple[int, int] | None
                       ) -> tuple[int, ...] | None:
