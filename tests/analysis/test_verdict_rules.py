@@ -37,7 +37,7 @@ def domain(name, speedup, low, high, pairs=12):
 
 
 def test_pays_everywhere_is_not_said_when_an_interval_spans_one():
-    # the n-gram compare of issue 17: c=1 1.14x [0.97, 1.36], c=8 1.15x [0.98, 1.36]
+    # an n-gram compare once measured: c=1 1.14x [0.97, 1.36], c=8 1.15x [0.98, 1.36]
     sweep, crossover, recommendation = judged([(1, 1.14, 0.97, 1.36), (8, 1.15, 0.98, 1.36)])
     lines = verdict_lines("n-gram", [], sweep, crossover)
     assert not any("pays at every tested concurrency" in line for line in lines)
@@ -47,7 +47,7 @@ def test_pays_everywhere_is_not_said_when_an_interval_spans_one():
 
 
 def test_one_point_spanning_one_breaks_pays_everywhere():
-    # the demo of issue 17: "pays at every tested concurrency (up to 64)" beside 1.02x [0.97, 1.06]
+    # a demo once printed "pays at every tested concurrency (up to 64)" beside 1.02x [0.97, 1.06]
     sweep, crossover, recommendation = judged([(1, 1.6, 1.4, 1.8), (4, 1.3, 1.2, 1.4), (64, 1.02, 0.97, 1.06)])
     lines = verdict_lines("EAGLE-3", [], sweep, crossover)
     assert not any("pays at every" in line for line in lines)
@@ -94,7 +94,7 @@ def test_a_clear_loss_without_a_clear_gain_is_an_uncertain_threshold():
 
 
 def test_too_few_requests_get_no_speedup_sentence():
-    # issue 17: a suite with 1-2 requests per domain printed "speeds up agentic 1.95x" without an interval
+    # a suite with 1-2 requests per domain printed "speeds up agentic 1.95x" without an interval
     lines = verdict_lines("EAGLE-3", [domain("agentic", 1.95, None, None, pairs=2),
                                       domain("reasoning", 2.21, 1.9, 2.5, pairs=MIN_PAIRS - 1),
                                       domain("coding", 1.8, 1.7, 1.9)], [], find_crossover([], []))

@@ -170,7 +170,7 @@ SGLANG_DETAILS = {"spec_verify_ct": 4, "spec_accept_length": 3.0, "spec_num_corr
 
 @pytest.mark.parametrize("owned_by, asked", [("sglang", True), ("vllm", False), ("specgauge-test", False)])
 async def test_spec_token_details_are_asked_of_sglang_only_and_read(tmp_path, owned_by, asked):
-    """Issue 16: SGLang's OpenAI routes return per-request speculation (``sglext.spec_tokens_details``)
+    """SGLang's OpenAI routes return per-request speculation (``sglext.spec_tokens_details``)
     when asked with ``return_spec_tokens_details``; a strict server refuses the unknown field, so it
     goes to a server the probe showed to be SGLang only."""
     from specgauge.load.bench import run_benchmark

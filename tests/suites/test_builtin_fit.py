@@ -1,5 +1,5 @@
 """Every built-in suite's newest version fits the 4,096-token target with 256 output tokens, and
-``agentic@2`` holds transcripts of realistic length (issue 22).
+``agentic@2`` holds transcripts of realistic length.
 
 Prompt lengths are counted as the engine counts them: the shipped target's tokenizer after its chat
 template (:func:`specgauge.compare.fit.prompt_tokens`); the 4,096-token target shares that tokenizer.

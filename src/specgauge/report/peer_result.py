@@ -5,7 +5,8 @@ Same meanings as ``vllm bench serve`` (``vllm/benchmarks/serve.py``, ``calculate
 - goodput: successful requests that meet *every* SLO given (``ttft``, ``tpot``, ``e2el``, in ms;
   a request with at most one output token has TPOT 0) per second of the measured window;
 - ``itl`` in this file is vLLM's ITL: the gap between consecutive streamed chunks (specgauge's
-  ICL; under speculation a chunk carries several tokens), ``tpot`` and ``ttft`` as in DESIGN.md,
+  ICL; under speculation a chunk carries several tokens), ``tpot`` and ``ttft`` as in
+  :mod:`specgauge.analysis.definitions`,
   ``e2el`` request sent → stream end;
 - ``request_rate`` is ``"inf"`` for a closed-loop point (peers send those requests at once),
   ``max_concurrency`` its concurrency.
@@ -126,8 +127,8 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
         for key, value in result.items():
             if key.endswith("_ms") and not key.startswith("std_"):
                 word, _, metric = key.removesuffix("_ms").partition("_")
-                rows.append((f"{word.capitalize() if not word.startswith('p') else word.upper()} {metric.upper()} (ms):",
-                             value))
+                label = word.upper() if word.startswith("p") else word.capitalize()
+                rows.append((f"{label} {metric.upper()} (ms):", value))
         for label, value in rows:
             shown = "-" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
             lines.append(f"{label:<48} {shown}")
