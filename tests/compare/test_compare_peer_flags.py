@@ -25,7 +25,8 @@ def test_compare_random_dataset_goodput_and_result_files(tmp_path):
         done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", baseline.url,
                                "--speculative", speculative.url, "--dataset-name", "random",
                                "--random-input-len", "32", "--random-output-len", "16", "--num-prompts", "8",
-                               "--num-requests", "4", "--concurrency", "1,2", "--goodput", "ttft:500", "tpot:400",
+                               "--single-stream-requests", "4", "--concurrency", "1,2",
+                               "--goodput", "ttft:500", "tpot:400",
                                "--metric-percentiles", "50,99", "--save-result",
                                "--result-filename", str(tmp_path / "run.json"), "--warmup", "0",
                                "--resamples", "200", "--output-json", str(tmp_path / "v.json"),
@@ -95,7 +96,8 @@ def test_compare_custom_dataset_is_the_prompts_of_every_stage(tmp_path):
     with ScriptedServer(FAST) as baseline, ScriptedServer(FAST) as speculative:
         done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", baseline.url,
                                "--speculative", speculative.url, "--dataset-name", "custom", "--dataset-path",
-                               str(path), "--request-rate", "inf", "--num-prompts", "6", "--num-requests", "3",
+                               str(path), "--request-rate", "inf", "--num-prompts", "6",
+                               "--single-stream-requests", "3",
                                "--concurrency", "2", "--warmup", "0", "--resamples", "200",
                                "--output-json", str(tmp_path / "v.json"), "--db", str(tmp_path / "c.db")],
                               capture_output=True, text=True, timeout=240)

@@ -24,7 +24,7 @@ def test_compare_with_peer_flags_leaves_out_what_cannot_fit_and_says_so(tmp_path
         done = subprocess.run([sys.executable, "-m", "specgauge", "compare", "--baseline", baseline.url,
                                "--speculative", speculative.url, "--backend", "vllm", "--suite", str(path),
                                "--concurrency", "1,8", "--max-concurrency", "2", "--num-prompts", "6",
-                               "--num-requests", "3", "--ignore-eos", "--warmup", "0", "--resamples", "200",
+                               "--single-stream-requests", "3", "--ignore-eos", "--warmup", "0", "--resamples", "200",
                                "--output-json", str(tmp_path / "v.json"), "--db", str(tmp_path / "c.db")],
                               capture_output=True, text=True, timeout=180)
         bodies = baseline.requests_seen + speculative.requests_seen

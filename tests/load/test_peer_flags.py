@@ -44,7 +44,8 @@ def test_a_vllm_bench_serve_command_line_runs_and_reports_goodput(tmp_path):
         bodies = list(server.requests_seen)
     assert done.returncode == 0, done.stderr
     assert "Request goodput (req/s) [ttft:500 tpot:50]:" in done.stdout
-    assert len(bodies) == 50 and all(b["ignore_eos"] is True and b["max_tokens"] == 64 for b in bodies)
+    # 50 measured and one warm-up request (--warmup's default, 1)
+    assert len(bodies) == 50 + 1 and all(b["ignore_eos"] is True and b["max_tokens"] == 64 for b in bodies)
     assert "messages" not in bodies[0]                          # vllm backend: /v1/completions
     lengths = {len(tokenizer().encode(b["prompt"], add_special_tokens=False).ids) for b in bodies}
     assert lengths == {128}                                     # exact token lengths
@@ -174,7 +175,7 @@ def test_custom_and_sharegpt_datasets_become_the_runs_prompts(tmp_path):
         prompts = {b["prompt"] for b in server.requests_seen}
         second = cli("bench", server.url, "--dataset-name", "sharegpt", "--dataset-path", str(sharegpt),
                      "--num-prompts", "2", "--db", str(tmp_path / "r.db"))
-        messages = [b["messages"] for b in server.requests_seen[4:]]
+        messages = [b["messages"] for b in server.requests_seen[4 + 1:]]   # after the first run and its warm-up
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert prompts == {"hello there", "count to ten"}
     assert messages == [[{"role": "user", "content": "who are you?"}]] * 2
@@ -188,6 +189,6 @@ def test_vllms_server_and_warmup_flags(cli_here, tmp_path):
         by_base = cli_here("bench", "--base-url", server.url, "--num-prompts", "2", "--db", str(tmp_path / "r.db"))
         seen = len(server.requests_seen)
     assert by_host.returncode == 0 and by_base.returncode == 0, by_host.stderr + by_base.stderr
-    assert seen == 2 + 1 + 2                                     # the warm-up request too
+    assert seen == 2 + 1 + 2 + 1                                 # each run's warm-up request too (default 1)
     both = cli_here("bench", "http://127.0.0.1:9", "--base-url", "http://127.0.0.1:9", "--db", str(tmp_path / "x.db"))
     assert both.returncode == 2 and "give the server once" in both.stderr
