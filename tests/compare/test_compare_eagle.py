@@ -14,6 +14,8 @@ from specgauge.compare.plan import ArmConfig, ComparePlan  # noqa: E402
 from specgauge.compare.verify import DISABLE_FLAG, verify_threshold  # noqa: E402
 from specgauge.store import Store  # noqa: E402
 
+pytestmark = pytest.mark.slow   # runs the embedded engine
+
 SERVE_HELP = serve_help()
 if "EAGLE3" not in SERVE_HELP or DISABLE_FLAG not in SERVE_HELP:
     pytest.skip("this build's engine has no EAGLE-3 speculation yet", allow_module_level=True)

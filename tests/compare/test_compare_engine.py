@@ -8,6 +8,8 @@ from specgauge.compare.orchestrate import run_comparison  # noqa: E402
 from specgauge.compare.plan import ArmConfig, ComparePlan  # noqa: E402
 from specgauge.store import Store  # noqa: E402
 
+pytestmark = pytest.mark.slow   # runs the embedded engine
+
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):

@@ -1,5 +1,6 @@
 """``compare --workers 2``: both arms' points run split over two worker processes, same plan."""
 
+import pytest
 from loaded_server import crossing_pair
 from specgauge.compare.orchestrate import run_comparison
 from specgauge.compare.plan import ArmConfig, ComparePlan
@@ -7,6 +8,8 @@ from specgauge.load.plan import PointSpec, plan_requests
 from specgauge.load.workers.split import Placement
 from specgauge.store import Store
 from specgauge.suites.registry import load_suite
+
+pytestmark = pytest.mark.slow   # worker processes per arm
 
 
 async def test_a_comparison_on_two_workers_stores_every_arms_plan(tmp_path):

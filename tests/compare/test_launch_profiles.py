@@ -87,6 +87,7 @@ def test_engine_misuse_is_one_line_and_exit_2(tmp_path, args, message):
     assert not (tmp_path / "c.db").exists()
 
 
+@pytest.mark.slow   # runs the embedded engine
 def test_engine_specgauge_compares_the_embedded_engine_with_and_without_ngram(tmp_path):
     pytest.importorskip("torch")
     from specgauge.engine.models.random_model import write_random_model

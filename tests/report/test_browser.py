@@ -31,8 +31,8 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--hide-scrollbars", "--enable-logging=stderr", "--v=0", f"--window-size={WINDOW[0]},{WINDOW[1]}")
 BROWSER_TIMEOUT_S = 60
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH "
-                                                         "(Debian: apt-get install -y chromium)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH "
+                                                                      "(Debian: apt-get install -y chromium)")]
 
 
 def run_chromium(profile: Path, url: str, *args: str) -> subprocess.CompletedProcess:

@@ -71,6 +71,7 @@ def test_bad_tune_arguments_are_refused_with_one_line(args, message, tmp_path):
     assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 3  # click's usage line + the error
 
 
+@pytest.mark.slow   # runs the embedded engine
 def test_tune_on_the_embedded_engine_emits_a_schedule_and_verifies_it(tiny_model_dir, tmp_path):
     done = run_cli("tune", "--engine-args", f"--model {tiny_model_dir} --threads 1", "--algorithm", "NGRAM",
                    "--depths", "0,2", "--concurrency", "1,2", "--suite", "smoke", "--min-requests", "2",
@@ -216,6 +217,7 @@ def test_a_vllm_template_gives_the_schedule_command_with_its_per_batch_size_fiel
     validate_vllm_config(config)
 
 
+@pytest.mark.slow   # runs the embedded engine
 def test_the_schedule_template_fills_a_real_specgauge_serve_command(tiny_model_dir):
     import urllib.request
 
