@@ -30,10 +30,12 @@ def test_compare_random_dataset_goodput_and_result_files(tmp_path):
                                "--metric-percentiles", "50,99", "--save-result",
                                "--result-filename", str(tmp_path / "run.json"), "--warmup", "0",
                                "--resamples", "200", "--output-json", str(tmp_path / "v.json"),
-                               "--db", str(tmp_path / "c.db")],
+                               "--header", "X-Tenant: t1", "--db", str(tmp_path / "c.db")],
                               capture_output=True, text=True, timeout=240)
         seen = {"baseline": baseline.requests_seen, "speculative": speculative.requests_seen}
+        headers = baseline.headers_seen + speculative.headers_seen
     assert done.returncode == 0, done.stderr
+    assert headers and all(h.get("X-Tenant") == "t1" for h in headers)   # --header: every request, both arms
     prompts = {name: sorted(_prompt(b) for b in bodies) for name, bodies in seen.items()}
     assert prompts["baseline"] == prompts["speculative"] and prompts["baseline"]
     assert all(b.get("ignore_eos") is True for bodies in seen.values() for b in bodies)   # random: as vLLM

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from specgauge.speculation_schedule import normalize_schedule
+from specgauge.store import Store
 from specgauge.testing.scripted_server import Script, ScriptedServer
 from cli_testkit import run_cli, spawn_cli, wait_until
 
@@ -23,8 +24,14 @@ def test_tune_on_url_arms_chooses_the_fastest_depth_and_emits_the_settings(tmp_p
             ScriptedServer(Script(chunk_delay_s=0.1, num_chunks=4, tokens_per_chunk=3)) as slow:
         done = run_cli("tune", "--url", f"0={plain.url}", "--url", f"2={fast.url}", "--url", f"4={slow.url}",
                        "--concurrency", "1,2", "--suite", "smoke", "--min-requests", "4", "--max-rounds", "4",
+                       "--api-key", "sk-tune", "--header", "X-Tenant: t1",
                        "--db", str(tmp_path / "t.db"), "--output-json", str(tmp_path / "tune.json"))
+        headers = [h for server in (plain, fast, slow) for h in server.headers_seen]
     assert done.returncode == 0, done.stderr
+    assert headers and all(h.get("X-Tenant") == "t1" and h.get("Authorization") == "Bearer sk-tune" for h in headers)
+    with Store.open(tmp_path / "t.db", create=False) as store:   # the secrets are sent, never stored
+        plan = store.get_tune(1).plan
+    assert "api_key" not in plan and plan["headers"] == [["X-Tenant", "<redacted>"]]
     document = json.loads((tmp_path / "tune.json").read_text())
     assert [c["chosen"] for c in document["choices"]] == [2, 2]
     assert document["schedule"]["entries"] == [[1, 256, 2]]
@@ -275,8 +282,6 @@ def test_sigterm_stops_the_tune_and_every_server_it_started(tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
-    from specgauge.store import Store
-
     with Store.open(tmp_path / "t.db", create=False) as store:   # stored as stopped by the user, not failed
         assert [row.status for row in store.list_tunes()] == ["interrupted"]
     try:                                  # the tune stopped (and reaped) its launched server on the way out

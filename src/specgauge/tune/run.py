@@ -151,7 +151,8 @@ class BandPrompts:
             from specgauge.client.endpoint import Endpoint
             from specgauge.client.server_model import describe_server_model
 
-            server = await describe_server_model(Endpoint(base_url=url, api=plan.api, model=plan.model))
+            server = await describe_server_model(Endpoint(base_url=url, api=plan.api, model=plan.model,
+                                                          api_key=plan.api_key, headers=plan.headers))
             max_tokens = plan.max_tokens or 64
             check_fit(plan.bands, server.context_length, server.context_source, max_tokens)
             tokenizer = plan.tokenizer or server.tokenizer_path
