@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from specgauge.client.sse import DONE, LineDecoder, SSEDecoder, SSEEvent, TextDecoder, decode_all
+from specgauge.client.sse import DONE, LineDecoder, SSEDecoder, SSEEvent, TextDecoder
+
+
+def decode_all(chunks: list[bytes]) -> list[SSEEvent]:
+    """A whole stream given as a list of reads, through the decoder's public feed/close."""
+    decoder = SSEDecoder()
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + list(decoder.close())
 
 STREAM = b'data: {"n": 1}\n\ndata: {"n": 2}\n\ndata: [DONE]\n\n'
 

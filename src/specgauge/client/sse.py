@@ -178,13 +178,3 @@ class SSEDecoder:
                 if not self.junk_sample:
                     self.junk_sample = line[:500]
         return events
-
-
-def decode_all(chunks: list[bytes]) -> list[SSEEvent]:
-    """Decode a whole stream given as a list of reads (tests and tools)."""
-    decoder = SSEDecoder()
-    events: list[SSEEvent] = []
-    for chunk in chunks:
-        events.extend(decoder.feed(chunk))
-    events.extend(decoder.close())
-    return events
