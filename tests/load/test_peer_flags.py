@@ -178,7 +178,7 @@ def test_custom_and_sharegpt_datasets_become_the_runs_prompts(tmp_path):
         messages = [b["messages"] for b in server.requests_seen[4 + 1:]]   # after the first run and its warm-up
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert prompts == {"hello there", "count to ten"}
-    assert messages == [[{"role": "user", "content": "who are you?"}]] * 2
+    assert messages == [[{"role": "user", "content": "who are you?"}]] * (1 + 2)   # its warm-up and 2 measured
 
 
 def test_vllms_server_and_warmup_flags(cli_here, tmp_path):
