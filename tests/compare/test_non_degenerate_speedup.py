@@ -16,7 +16,8 @@ LOOP = "return x\n" * 30
 
 
 def record(index: int, seconds: float, text: str, tokens: int = 40) -> RequestRecord:
-    return RequestRecord(request_index=index, prompt_index=index, t_send_ns=0, chunk_times_ns=[1 * MS, int(seconds * 1e9)],
+    return RequestRecord(request_index=index, prompt_index=index, t_send_ns=0,
+                         chunk_times_ns=[1 * MS, int(seconds * 1e9)],
                          chunk_tokens=[1, tokens - 1], t_end_ns=int(seconds * 1e9), output_text=text,
                          token_count_source=TokenCountSource.SERVER)
 

@@ -289,7 +289,8 @@ def verdict_lines(label: str, single_stream: Sequence[SingleStreamDomain], sweep
         lines.append(f"{label} " + "; ".join(clauses) + ".")
     looping = [d for d in single_stream if d.degenerate_pairs]
     if looping:
-        parts = [f"{d.domain} {d.non_degenerate.ratio:.2f}x{_interval(d.non_degenerate.ci_low, d.non_degenerate.ci_high)}"
+        parts = [f"{d.domain} {d.non_degenerate.ratio:.2f}x"
+                 f"{_interval(d.non_degenerate.ci_low, d.non_degenerate.ci_high)}"
                  f" ({d.degenerate_pairs} of {d.pairs} pairs left out)" if d.non_degenerate.ratio is not None
                  else f"{d.domain} (every pair left out)" for d in looping]
         lines.append("Over the outputs that do not repeat themselves (looping text is easy to draft): "
