@@ -6,9 +6,9 @@
 For each dtype, in one process and alternating request by request (so a drifting machine falls on
 both alike): the engine (``Engine``, plain decoding, the packing ``auto`` picks) and transformers'
 ``LlamaForCausalLM.generate`` (KV cache, greedy) decode ``--tokens`` tokens after each of
-``--prompts`` chat prompts of the coding suite (each stops at EOS or ``--tokens``). Printed: decode tokens/s of each (the prompt's
-prefill excluded: the engine's first step, transformers' time to its first token), their ratio,
-and whether the two produced the same tokens.
+``--prompts`` chat prompts of the coding suite (each stops at EOS or ``--tokens``). Printed: decode
+tokens/s of each (the prompt's prefill excluded: the engine's first step, transformers' time to its
+first token), their ratio, and whether the two produced the same tokens.
 """
 from __future__ import annotations
 
