@@ -46,7 +46,8 @@ def test_compare_engine_sglang_runs_and_its_advice_serves(method, tmp_path):
     # compare runs launched arms one at a time, so one --nccl-port serves both (sglang_setup/serve.py says why)
     result = specgauge("compare", "--engine", "sglang", "--model", str(setup.target), "--method", method,
                        *drafter, "--num-speculative-tokens", "3", "--label", method,
-                       "--server-args", shlex.join([*setup.cpu_args(), "--nccl-port", str(nccl_port(0))]), *COMPARE, "--output-json", str(out),
+                       "--server-args", shlex.join([*setup.cpu_args(), "--nccl-port", str(nccl_port(0))]), *COMPARE,
+                       "--output-json", str(out),
                        "--db", str(tmp_path / "c.db"), cwd=tmp_path, env=python_on_path(setup, tmp_path / "bin"))
     assert result.returncode == 0, result.stderr[-4000:]
     verdict = json.loads(out.read_text())

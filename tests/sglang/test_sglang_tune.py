@@ -23,7 +23,7 @@ TUNE = ("--api", "sglang", "--suite", "coding", "--depths", "0,3", "--concurrenc
 
 
 def test_tuned_adaptive_config_loads_in_sglang(tmp_path):
-    setup = sglang_setup()
+    sglang_setup()
     out = tmp_path / "tune.json"
     result = specgauge("tune", "--launch-template", f"{SERVE} eagle3 --depth {{k}} --port {{port}}",
                        "--launch-template-off", f"{SERVE} plain --port {{port}}", *TUNE,
