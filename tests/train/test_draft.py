@@ -160,3 +160,28 @@ def test_trainer_reports_per_step_accuracy_per_source(tmp_path, target):
         assert all(p <= a + 1e-9 for p, a in zip(row["prefix_accuracy"], row["step_accuracy"]))
         assert 1.0 <= row["expected_accept_length"] <= 4.0
         assert row["scored_tokens"] > 0
+
+
+def test_target_outputs_computed_once_give_the_online_loss(tmp_path, target):
+    online = _trainer(target, tmp_path / "online")
+    cached = _trainer(target, tmp_path / "cached", teacher_top_k=48)   # the whole draft vocabulary: no truncation
+    done = []
+    kept = cached.compute_target_outputs(done.append)
+    assert sum(done) == cached.samples_to_compute() == 12 + 12 + 4 + 4 and kept > 0
+    picks = [("code_stdlib", 3), ("prose_docs", 0), ("code_stdlib", 11)]
+    online_loss, online_stats = online.batch_loss("train", picks)
+    cached_loss, cached_stats = cached.batch_loss("train", picks)
+    assert cached_loss.item() == pytest.approx(online_loss.item(), rel=1e-5)
+    assert torch.equal(cached_stats.correct, online_stats.correct)
+    assert [online.train_step() for _ in range(2)] == pytest.approx([cached.train_step() for _ in range(2)], rel=1e-4)
+    assert cached.evaluate()["prose_docs"]["step_accuracy"] == online.evaluate()["prose_docs"]["step_accuracy"]
+
+
+def test_a_truncated_teacher_keeps_less_and_scores_the_same_greedy_tokens(tmp_path, target):
+    whole = _trainer(target, tmp_path / "whole", teacher_top_k=48)
+    top8 = _trainer(target, tmp_path / "top8", teacher_top_k=8)
+    assert top8.compute_target_outputs() < whole.compute_target_outputs()
+    picks = [("prose_docs", 5), ("code_stdlib", 1)]
+    (loss8, stats8), (loss, stats) = top8.batch_loss("train", picks), whole.batch_loss("train", picks)
+    assert torch.equal(stats8.correct, stats.correct) and torch.isfinite(loss8)
+    assert loss8.item() == pytest.approx(loss.item(), rel=0.2)   # the mass outside the top 8 is small, not none

@@ -3,7 +3,9 @@
 The target is frozen; each batch row is a weighted choice of source (``weights``) and a random
 regenerated conversation of it, whole (positions from 0, as the engine serves it), right-padded
 to the longest row; the loss is on the regenerated responses only. The target's features
-and logits are computed on the fly (SpecForge's "online" mode). Resumable like the target
+and its teacher distribution are computed once per sample before the first step and kept
+(``cache_target``, :mod:`specgauge.train.target_outputs`), or on the fly per batch (SpecForge's
+"online" mode). Resumable like the target
 trainer: ``run_dir/draft_checkpoint.pt`` holds the head, optimizer, state and the batch
 generator; the loop, the time budget and the learning-rate schedule (warm-up then cosine over
 max(step / max_steps, seconds / budget)) are the target trainer's.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -21,7 +24,8 @@ from specgauge.engine.models.eagle3 import Eagle3Config, Eagle3Head, build_vocab
 from specgauge.engine.models.llama import LlamaForCausalLM
 from specgauge.train.dataset import iter_samples
 from specgauge.train.target import Trainer, _atomic_save, check_checkpoint_shape, lr_at
-from specgauge.train.ttt import acceptance_estimate, unrolled_loss
+from specgauge.train.target_outputs import SampleOutputs, compute_outputs, padded, teacher_and_greedy
+from specgauge.train.ttt import acceptance_estimate, unrolled_loss_from
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class DraftTrainConfig:
     min_lr_ratio: float = 0.1
     warmup_steps: int = 40
     weight_decay: float = 0.0
+    cache_target: bool = True  # the target's outputs once per sample (target_outputs.py), not per batch
+    teacher_top_k: int = 64  # cached teacher: the target's top-k logits over the draft vocabulary
     grad_clip: float = 1.0
     max_steps: int = 100_000
     minutes: float | None = None
@@ -62,7 +68,8 @@ class DraftTrainConfig:
         if self.aux_layers is not None and (len(self.aux_layers) != 3 or len(set(self.aux_layers)) != 3
                                             or min(self.aux_layers) < 0):
             raise ValueError("aux_layers must be three distinct target layer ids ≥ 0 (EAGLE-3 reads three layers)")
-        for name in ("max_len", "batch_size", "max_steps", "eval_every", "eval_samples", "draft_vocab_size"):
+        for name in ("max_len", "batch_size", "max_steps", "eval_every", "eval_samples", "draft_vocab_size",
+                     "teacher_top_k"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         if self.intermediate_size is not None and self.intermediate_size <= 0:
@@ -117,14 +124,19 @@ class MixBatches:
         self.batch_size, self.pad_id = batch_size, pad_id
         self.generator = torch.Generator().manual_seed(seed)
 
-    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """ids (B, T) and response mask (B, T)."""
+    def pick(self) -> list[tuple[str, int]]:
+        """The next batch's samples as (source name, sample index)."""
         picks = torch.multinomial(self.weights, self.batch_size, replacement=True, generator=self.generator)
         rows = []
         for pick in picks.tolist():
             source = self.sources[pick]
-            rows.append(source.samples[int(torch.randint(0, len(source.samples), (1,), generator=self.generator))])
-        return pad_batch(rows, self.pad_id)
+            rows.append((source.name, int(torch.randint(0, len(source.samples), (1,), generator=self.generator))))
+        return rows
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids (B, T) and response mask (B, T) of the next batch."""
+        by_name = {source.name: source for source in self.sources}
+        return pad_batch([by_name[name].samples[index] for name, index in self.pick()], self.pad_id)
 
     def state(self) -> torch.Tensor:
         return self.generator.get_state()
@@ -216,6 +228,29 @@ class DraftTrainer(Trainer):
         self.state = DraftState()
         self.last_step_accuracy: list[float] = []
         self._stop = False
+        # (split, source) → the target's outputs per sample (target_outputs.py); empty: computed per batch
+        self.target_outputs: dict[tuple[str, str], list[SampleOutputs]] = {}
+
+    def compute_target_outputs(self, on_done: Callable[[int], None] | None = None) -> int:
+        """With ``cache_target``: the target's outputs for every training and validation sample
+        (the validation ones only as far as ``eval_samples``), once; returns the bytes kept."""
+        if not self.config.cache_target:
+            return 0
+        for split, sources in (("train", self.train_sources), ("validation", self.val_sources)):
+            for name, source in sources.items():
+                samples = source.samples if split == "train" else source.samples[:self.config.eval_samples]
+                self.target_outputs[(split, name)] = compute_outputs(
+                    self.target, self.head, [ids for ids, _ in samples], self.config.teacher_top_k,
+                    dtype=torch.bfloat16 if self.config.bf16 else torch.float32, bf16=self.config.bf16,
+                    on_done=on_done)
+        return sum(out.nbytes() for outs in self.target_outputs.values() for out in outs)
+
+    def samples_to_compute(self) -> int:
+        """How many samples :meth:`compute_target_outputs` runs through the target."""
+        if not self.config.cache_target:
+            return 0
+        return (sum(len(s.samples) for s in self.train_sources.values())
+                + sum(min(len(s.samples), self.config.eval_samples) for s in self.val_sources.values()))
 
     def _init_weights(self) -> None:
         """N(0, 0.02) matrices; lm_head rows and ``norm`` start as the target's (tied) output
@@ -256,22 +291,29 @@ class DraftTrainer(Trainer):
         torch.set_rng_state(saved["torch_rng"])
 
     # -- one batch -------------------------------------------------------------------------------
-    def batch_loss(self, window: torch.Tensor, response_mask: torch.Tensor):
-        """TTT loss and stats of windows (B, T) with their response mask (B, T)."""
+    def batch_loss(self, split: str, picks: list[tuple[str, int]]):
+        """TTT loss and stats of the samples ``picks`` ((source, index) of ``split``), padded to the longest."""
+        sources = self.train_sources if split == "train" else self.val_sources
+        window, response_mask = pad_batch([sources[name].samples[index] for name, index in picks], self.pad_id)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.config.bf16):
-            with torch.no_grad():
-                logits, aux = target_features(self.target, window, self.head.config.aux_layers)  # (B,T,V), (B,T,3H)
-            return unrolled_loss(self.head, window, aux.float(), logits.float(), response_mask,
-                                 self.config.ttt_steps, self.config.step_decay, self.config.feed)
+            if self.target_outputs:
+                aux, teacher, greedy = padded([self.target_outputs[(split, name)][index] for name, index in picks],
+                                              window.shape[1], self.head.config.draft_vocab_size)
+            else:
+                with torch.no_grad():
+                    logits, aux = target_features(self.target, window, self.head.config.aux_layers)  # (B,T,V), (B,T,3H)
+                    teacher, greedy = teacher_and_greedy(self.head, logits.float())
+            return unrolled_loss_from(self.head, window, aux.float(), teacher, greedy, response_mask,
+                                      self.config.ttt_steps, self.config.step_decay, self.config.feed)
 
     def train_step(self) -> float:
         """One optimizer step; returns the weighted loss (the batch's per-step accuracies go to
         ``last_step_accuracy``)."""
-        window, response = self.batches.next()  # (B, T) each
+        picks = self.batches.pick()
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.state.step, self.progress(), self.config)
         self.head.train()
-        loss, stats = self.batch_loss(window, response)
+        loss, stats = self.batch_loss("train", picks)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.head.trainable_parameters(), self.config.grad_clip)
@@ -289,10 +331,9 @@ class DraftTrainer(Trainer):
         for name, source in self.val_sources.items():
             correct = prefix = counts = None
             losses = []
-            samples = source.samples[:self.config.eval_samples]
-            for offset in range(0, len(samples), 4):
-                window, response = pad_batch(samples[offset:offset + 4], self.pad_id)  # (b, T) each
-                _, stats = self.batch_loss(window, response)
+            count = min(len(source.samples), self.config.eval_samples)
+            for offset in range(0, count, 4):
+                _, stats = self.batch_loss("validation", [(name, i) for i in range(offset, min(offset + 4, count))])
                 correct = stats.correct if correct is None else correct + stats.correct
                 prefix = stats.prefix_correct if prefix is None else prefix + stats.prefix_correct
                 counts = stats.counts if counts is None else counts + stats.counts

@@ -111,6 +111,12 @@ def start_head_shape(ctx: click.Context, init_from: Path, draft_vocab_size: int,
 @click.option("--max-running", type=click.IntRange(min=1), default=96, show_default=True, help="Regeneration batch.")
 @click.option("--eval-every", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--eval-samples", type=click.IntRange(min=1), default=48, show_default=True, help="Validation samples per source.")
+@click.option("--cache-target/--online-target", default=True, show_default=True,
+              help="Run every sample through the target once before training and keep its features and teacher "
+                   "(--teacher-top-k), or recompute them for every batch (less memory, each step slower).")
+@click.option("--teacher-top-k", type=click.IntRange(min=1), default=64, show_default=True,
+              help="With --cache-target: the target's largest logits over the draft vocabulary kept per position "
+                   "(the soft cross-entropy's teacher, renormalised over them).")
 @click.option("--bf16/--fp32", default=True, show_default=True, help="bf16 autocast on CPU while training.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
@@ -120,7 +126,7 @@ def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path,
                   minutes: float | None, max_steps: int, batch_size: int, max_len: int, lr: float, warmup_steps: int,
                   ttt_steps: int, feed: str, draft_vocab_size: int, intermediate_size: int | None, regen_samples: int, regen_validation_samples: int,
                   max_prompt_tokens: int, max_new_tokens: int, temperature: float, max_running: int, eval_every: int,
-                  eval_samples: int, bf16: bool, seed: int, threads: int, aux_layers: str | None) -> None:
+                  eval_samples: int, cache_target: bool, teacher_top_k: int, bf16: bool, seed: int, threads: int, aux_layers: str | None) -> None:
     """Train the EAGLE-3 draft head: regenerate responses with the target, then training-time test."""
     require_extra("engine", "torch", "tokenizers", "safetensors")
     mix = parse_mix(weights)
@@ -161,6 +167,7 @@ def draft_command(ctx: click.Context, target_dir: Path | None, corpus_dir: Path,
                                  max_steps=max_steps, minutes=minutes, ttt_steps=ttt_steps, feed=feed,
                                  draft_vocab_size=draft_vocab_size, intermediate_size=intermediate_size, bf16=bf16, seed=seed, threads=threads,
                                  eval_every=eval_every, eval_samples=eval_samples, weights=mix,
+                                 cache_target=cache_target, teacher_top_k=teacher_top_k,
                                  init_from=str(init_from) if init_from is not None else None, aux_layers=aux)
     except ValueError as exc:
         raise UserError(str(exc)) from None

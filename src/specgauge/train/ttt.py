@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from specgauge.engine.models.eagle3 import KV, Eagle3Head, chain_attention
+from specgauge.train.target_outputs import teacher_and_greedy
 
 
 @dataclass
@@ -77,6 +78,17 @@ def unrolled_loss(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Tensor, 
     some step scores. Returns the loss and per-step stats (with ``trace``, what each step read
     and wrote on those rows).
     """
+    with torch.no_grad():
+        teacher, greedy = teacher_and_greedy(head, target_logits)
+    return unrolled_loss_from(head, input_ids, aux, teacher, greedy, response_mask, steps, decay, feed, trace)
+
+
+def unrolled_loss_from(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Tensor, teacher: torch.Tensor,
+                       greedy: torch.Tensor, response_mask: torch.Tensor, steps: int, decay: float = 0.8,
+                       feed: str = "draft", trace: bool = False) -> tuple[torch.Tensor, UnrollStats]:
+    """:func:`unrolled_loss` from the target's teacher logits over the draft vocabulary (B, T, Vd)
+    and its greedy next tokens (B, T) (:func:`specgauge.train.target_outputs.teacher_and_greedy`),
+    computed here or read from :mod:`specgauge.train.target_outputs`."""
     if steps < 1:
         raise ValueError("steps must be ≥ 1")
     if feed not in ("draft", "target"):
@@ -86,8 +98,6 @@ def unrolled_loss(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Tensor, 
     masks = [_shift(response_mask, 2 + s, rows_per_seq).reshape(-1) for s in range(steps)]  # each (B*R,)
     rows = torch.nonzero(torch.stack(masks).any(0)).flatten()  # (N,) flat rows some step scores
     grid_positions = torch.arange(rows_per_seq, device=input_ids.device).repeat(b)  # (B*R,)
-    greedy = target_logits.argmax(-1)  # (B, T) the target's next token after each position
-    teacher = head.target_to_draft_logits(target_logits).float()  # (B, T, Vd)
     fused = head.fuse(aux[:, :rows_per_seq])  # (B, R, h)
     tokens = input_ids[:, 1:]  # (B, R)
     first = head.step(tokens, fused, grid_positions[:rows_per_seq])
