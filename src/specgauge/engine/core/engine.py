@@ -315,7 +315,7 @@ class Engine:
             if seq.request.request_id in culprits:
                 self._fail(seq.request, f"request failed: {exc}")
         self.scheduler.retry([seq.request for seq in batch.seqs if seq.request.request_id not in culprits])
-        return self.scheduler.postprocess(ScheduledBatch([], [], batch.rejected), [])
+        return self.scheduler.postprocess(ScheduledBatch([], batch.rejected), [])
 
     def _loop(self) -> None:
         while not self._stopping.is_set():

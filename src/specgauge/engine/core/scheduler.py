@@ -127,7 +127,6 @@ class ScheduledSeq:
 @dataclass
 class ScheduledBatch:
     seqs: list[ScheduledSeq]
-    preempted: list[Request] = field(default_factory=list)
     # Requests the scheduler ended without running them: their context can never fit the pool.
     rejected: list[Request] = field(default_factory=list)
 
@@ -214,13 +213,12 @@ class Scheduler:
         lookahead = self.config.lookahead if lookahead is None else lookahead
         budget = self.config.max_tokens_per_step
         seqs: list[ScheduledSeq] = []
-        preempted: list[Request] = []
         rejected: list[Request] = []
         decoding = [r for r in self.running if r.num_pending == 1]
         for request in decoding:
             if request.status != Status.RUNNING or budget <= 0:
                 continue
-            if self._reserve(request, request.num_tokens + lookahead, preempted):
+            if self._reserve(request, request.num_tokens + lookahead):
                 seqs.append(ScheduledSeq(request, request.num_computed, 1))
                 budget -= 1
         for request in [r for r in self.running if r.num_pending > 1]:
@@ -229,7 +227,7 @@ class Scheduler:
             if request.status != Status.RUNNING:
                 continue
             chunk = min(request.num_pending, budget)
-            if self._reserve(request, request.num_computed + chunk, preempted):
+            if self._reserve(request, request.num_computed + chunk):
                 seqs.append(ScheduledSeq(request, request.num_computed, chunk))
                 budget -= chunk
         while self.waiting and budget > 0 and len(self.running) < self.config.max_running:
@@ -249,7 +247,7 @@ class Scheduler:
             self.blocks.grow(request.request_id, chunk)
             seqs.append(ScheduledSeq(request, 0, chunk))
             budget -= chunk
-        return ScheduledBatch(seqs, preempted, rejected)
+        return ScheduledBatch(seqs, rejected)
 
     def postprocess(self, batch: ScheduledBatch, outputs: list[SeqOutput]) -> list[RequestUpdate]:
         """Apply the runner's outputs: KV lengths, new tokens, stop conditions, finished requests."""
@@ -285,13 +283,12 @@ class Scheduler:
         return updates
 
     # -- helpers -----------------------------------------------------------------------
-    def _reserve(self, request: Request, num_tokens: int, preempted: list[Request]) -> bool:
+    def _reserve(self, request: Request, num_tokens: int) -> bool:
         """Grow ``request`` to ``num_tokens`` positions, preempting the most recently admitted
         running requests while the pool is short; False when ``request`` itself was preempted."""
         while not self.blocks.can_grow(request.request_id, num_tokens):
             victim = self.running[-1]
             self._preempt(victim)
-            preempted.append(victim)
             if victim is request:
                 return False
         self.blocks.grow(request.request_id, num_tokens)
