@@ -117,7 +117,7 @@ class ClosedLoop:
             if counting:
                 self.tokens += sum(len(u.new_token_ids) for u in updates)
                 self.steps += 1
-                self.drafting_steps += self.engine.controller is not None and self.engine.controller.current_k > 0
+                self.drafting_steps += self.engine.controller.current_k > 0
                 self.seconds += time.perf_counter() - begin
             if self.window == "before" and self.finished:
                 self.window = "open"

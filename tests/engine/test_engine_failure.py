@@ -12,11 +12,11 @@ def test_step_failure_fails_requests_not_the_server(engine_factory):
     real_run = engine.runner.run
     calls = {"n": 0}
 
-    def failing_once(batch):
+    def failing_once(batch, k):
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("simulated kernel failure")
-        return real_run(batch)
+        return real_run(batch, k)
 
     engine.runner.run = failing_once
     with BackgroundServer(engine) as srv:

@@ -2,11 +2,11 @@
 
 One step passes values, not state (``step``)::
 
-    k = controller.choose(num_active, longest_context)          # speculation only
-    batch = scheduler.schedule(lookahead=drafter.slots_needed(k))
-    outputs, report = runner.run(batch, k)                       # plain: outputs = runner.run(batch)
+    k = controller.choose(num_active, longest_context)       # plain engine: NoSpeculation, k = 0
+    batch = scheduler.schedule(lookahead=runner.slots_needed(k))
+    outputs, report = runner.run(batch, k)                    # plain runner: report None
     updates = scheduler.postprocess(batch, outputs)
-    controller.observe(report, elapsed)
+    controller.observe(report, elapsed)                       # with the metrics, when there is a report
 
 Other threads talk to the engine only through ``submit``/``abort``/``call``, which put commands
 on a thread-safe inbox drained between steps; results go back through each request's ``sink``
@@ -34,15 +34,14 @@ from specgauge.engine.core.kv_cache import KVCache
 from specgauge.engine.models.cpu_features import has_native_bf16
 from specgauge.engine.models.linear import PACKINGS, fp16_packing_supported, onednn_packing_supported
 from specgauge.engine.core.malloc import keep_freed_memory
-from specgauge.engine.serving.metrics import EngineMetrics
+from specgauge.engine.core.metrics import EngineMetrics
 from specgauge.engine.models.llama import load_model
-from specgauge.engine.core.model_runner import ModelRunner
+from specgauge.engine.core.model_runner import ModelRunner, NoSpeculation
 from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.core.scheduler import (Request, RequestError, RequestUpdate, ScheduledBatch, Scheduler,
-                                        SchedulerConfig, SeqOutput)
+                                        SchedulerConfig)
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.engine.speculative.stats import SpecStats, record_verifies
-from specgauge.engine.speculative.step_report import StepReport
 from specgauge.engine.models.tokenizer import EngineTokenizer, TextState
 from specgauge.errors import UserError
 
@@ -165,7 +164,7 @@ class Engine:
                              self.device)
         self.scheduler = Scheduler(scheduler_config, self.blocks)
         self.metrics = EngineMetrics()
-        self.controller = None
+        self.speculating = spec.enabled
         if spec.enabled:
             from specgauge.engine.speculative.build import build_speculation
 
@@ -173,7 +172,7 @@ class Engine:
                                                              self.device, config.torch_dtype, config.weight_packing)
             self.metrics.enable_speculation(spec.max_drafts)
         else:
-            self.runner = ModelRunner(self.model, self.cache, self.blocks)
+            self.runner, self.controller = ModelRunner(self.model, self.cache, self.blocks), NoSpeculation()
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -249,9 +248,9 @@ class Engine:
             "last_step_time_s": self.metrics.last_step_time,
             "steps": self.metrics.steps,
             # null while speculation is off (--speculative-algorithm NONE)
-            "speculative_algorithm": self.config.speculative.algorithm if self.controller else None,
-            "avg_spec_accept_length": self.metrics.avg_spec_accept_length() if self.controller else None,
-            **(self.metrics.spec_snapshot(self.controller) if self.controller else {}),
+            "speculative_algorithm": self.config.speculative.algorithm if self.speculating else None,
+            "avg_spec_accept_length": self.metrics.avg_spec_accept_length() if self.speculating else None,
+            **(self.metrics.spec_snapshot(self.controller) if self.speculating else {}),
         }
 
     @property
@@ -272,19 +271,16 @@ class Engine:
     def step(self) -> list[RequestUpdate]:
         """One scheduling step; returns what changed for which request.
 
-        With speculation the controller chooses the step's k, the scheduler reserves the KV slots
-        its drafts need, the runner returns the outputs and a report of the step, and the report
-        goes to the metrics and back to the controller."""
+        The controller chooses the step's k (0 without speculation), the scheduler reserves the
+        KV slots its drafts need, the runner returns the outputs and, speculating, a report of the
+        step, which goes to the metrics and back to the controller."""
         start = time.perf_counter()
-        k, lookahead = 0, None  # without speculation: the configured lookahead
-        if self.controller is not None:
-            k = self.controller.choose(self.scheduler.num_active, self.scheduler.longest_context)
-            lookahead = self.runner.drafter.slots_needed(k)
-        batch = self.scheduler.schedule(lookahead=lookahead)
+        k = self.controller.choose(self.scheduler.num_active, self.scheduler.longest_context)
+        batch = self.scheduler.schedule(lookahead=self.runner.slots_needed(k))
         if not batch:
             return []
         try:
-            outputs, report = self._run(batch, k)
+            outputs, report = self.runner.run(batch, k) if batch.seqs else ([], None)
         except RequestError as exc:
             if not set(exc.request_ids) & {seq.request.request_id for seq in batch.seqs}:
                 raise  # blames no request of this step: a failure of the step (all its requests fail)
@@ -296,14 +292,6 @@ class Engine:
             self.metrics.observe_spec(report, record_verifies(report.verdicts, updates))
             self.controller.observe(report, elapsed)
         return updates
-
-    def _run(self, batch: ScheduledBatch, k: int) -> tuple[list[SeqOutput], StepReport | None]:
-        """The runner's outputs for ``batch`` and, with speculation, its report of the step."""
-        if not batch.seqs:
-            return [], None
-        if self.controller is None:
-            return self.runner.run(batch), None
-        return self.runner.run(batch, k)
 
     def _isolate_failure(self, batch: ScheduledBatch, exc: RequestError) -> list[RequestUpdate]:
         """A step failed because of some requests: they fail with the error; the others go back
@@ -389,7 +377,7 @@ class Engine:
         if finished:
             self.metrics.on_finish(request.finish_reason or "abort")
         spec = None
-        if self.controller is not None:
+        if self.speculating:
             stats = request.spec_stats or SpecStats()
             spec = stats.meta_info(len(request.output_ids))
         self._outbox.append((request.user_data, StreamEvent(request.request_id, text, tuple(tokens), len(request.prompt_ids), len(request.output_ids),

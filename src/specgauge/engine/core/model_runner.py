@@ -1,7 +1,11 @@
 """Runs a scheduled batch through the model: flat ragged layout → one cached forward → sampling.
 
-A speculative runner later replaces :meth:`ModelRunner.run` with draft-then-verify; it returns
-the same :class:`~specgauge.engine.core.scheduler.SeqOutput` list with several tokens per request.
+Every runner has one step shape, ``run(batch, k) -> (outputs, report)``: the plain runner here
+ignores ``k`` and reports nothing (None); the speculative runner
+(:class:`~specgauge.engine.speculative.runner.SpeculativeRunner`) drafts up to ``k`` tokens,
+verifies them and returns a :class:`~specgauge.engine.speculative.step_report.StepReport`. Beside
+it, :class:`NoSpeculation` is the controller of an engine that does not speculate: it chooses
+k = 0 every step, so the engine's step has no branch for speculation being off.
 """
 
 from __future__ import annotations
@@ -34,6 +38,19 @@ def sample_requests(logits: torch.Tensor, requests: list[Request]) -> list[int]:
         raise RequestError([requests[row].request_id for row in exc.rows], str(exc)) from None
 
 
+class NoSpeculation:
+    """The controller of a plain engine: k = 0 every step, nothing to learn, never drafting."""
+
+    current_k = 0
+    mode = "plain"
+
+    def choose(self, num_active: int, context_length: int = 1) -> int:
+        return 0
+
+    def observe(self, report, seconds: float) -> None:
+        """Nothing to learn (a plain runner reports nothing; the engine passes its None)."""
+
+
 class ModelRunner:
     """Owns the model and the KV pool; turns scheduled sequences into new tokens."""
 
@@ -57,11 +74,17 @@ class ModelRunner:
         as one call, so grouping prompt rows apart would gain nothing)."""
         return seq.request.prompt_rows(seq.start, seq.num_new) if self.model.batch_invariant else 0
 
+    def slots_needed(self, k: int) -> int | None:
+        """KV slots a decoding request needs beyond its next token for ``k`` drafts: None, the
+        scheduler's configured lookahead (a plain step drafts nothing)."""
+        return None
+
     @torch.inference_mode()
-    def run(self, batch: ScheduledBatch) -> list[SeqOutput]:
-        """One forward over the batch; every sequence that reached its end gets one sampled token."""
+    def run(self, batch: ScheduledBatch, k: int = 0) -> tuple[list[SeqOutput], None]:
+        """One forward over the batch; every sequence that reached its end gets one sampled token
+        (``k`` is ignored: nothing is drafted; no report)."""
         logits, _ = self.model.forward_cached(self.lay_out(batch.seqs).batch, self.cache)  # (M, V)
-        return self.sampled_outputs(batch, logits)
+        return self.sampled_outputs(batch, logits), None
 
     def sampled_outputs(self, batch: ScheduledBatch, logits: torch.Tensor) -> list[SeqOutput]:
         """One token sampled from ``logits`` (one row per sampling sequence, in batch order) per sampling sequence."""

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from specgauge.engine.core.block_manager import BlockManager
 from specgauge.engine.core.sampling_params import SamplingParams
+from specgauge.engine.speculative.stats import SpecStats
 
 
 class Status(str, Enum):
@@ -71,11 +72,12 @@ class Request:
     matched_stop: str | int | None = None
     generator: Any = None                     # the runner's per-request random stream
     user_data: Any = None                     # the front end's handle (its output queue)
-    # Speculative decoding: the drafter's per-request state (its own KV length, pending target
-    # features, or an n-gram index), reset with the KV on preemption; and the request's
-    # acceptance figures (kept across preemption, like its output).
-    draft_state: Any = None
-    spec_stats: Any = None
+    # Speculative decoding: the drafter's per-request state, owned and written by the drafter
+    # alone (EAGLE-3: its own KV length and pending target features; n-gram: its index), reset
+    # with the KV on preemption; and the request's acceptance figures, written by
+    # speculative/stats.py (kept across preemption, like its output).
+    draft_state: object | None = None   # eagle3_drafter.EagleState or ngram.NgramIndex (they import this module)
+    spec_stats: SpecStats | None = None
 
     @property
     def num_tokens(self) -> int:

@@ -38,6 +38,10 @@ class SpeculativeRunner(ModelRunner):
         super().__init__(model, cache, blocks)
         self.drafter = drafter
 
+    def slots_needed(self, k: int) -> int:
+        """KV slots a decoding request needs beyond its next token for ``k`` drafts (the drafter's)."""
+        return self.drafter.slots_needed(k)
+
     def drafts_allowed(self, seq: ScheduledSeq, k: int) -> int:
         """Drafts this sequence may get: 0 unless it is decoding with its slots reserved; never
         more than the tokens ``max_tokens`` still allows after the one every step emits."""
