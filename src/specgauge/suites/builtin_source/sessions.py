@@ -7,7 +7,7 @@ short question of the ``coding`` suite and ask follow-ups a user asks of an answ
 types); agentic sessions give a compact tool list and a task of the ``agentic`` suite, then that
 scenario's tool results (``OBSERVATION: ...``) as the following turns, whatever action the model took:
 a replayed environment. Sized for the default model's 512-token context: short turns and 48 output
-tokens a turn, at most four turns (tests/suites/test_sessions_suite.py checks the fit).
+tokens a turn, three turns (tests/suites/test_sessions_suite.py checks the fit).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ VERSION = 1
 MAX_TOKENS = 48
 DESCRIPTION = ("Multi-turn sessions: coding-assistant conversations (a coding question, then follow-ups about the "
                "answer) and agent loops (a task, then tool results as the next turns). Each later turn is sent "
-               "after the server's actual answer, which joins the history. Up to 4 turns of 48 output tokens, "
+               "after the server's actual answer, which joins the history. Three turns of 48 output tokens, "
                "sized for a 512-token context. Intended max_tokens: 48.")
 
 FOLLOW_UPS = (
