@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from specgauge.cli_options import (POSITIVE_INTS, CommaList, db_option, one_line_validation_error,
-                                   request_count_options, secret_options, verify_option, warmup_option)
+                                   request_count_options, secret_options, think_time_options, verify_option,
+                                   warmup_option)
 from specgauge.client.endpoint import API_NAMES
 from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
@@ -47,6 +48,7 @@ def run(work):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @warmup_option
+@think_time_options
 @click.option("--rounds", type=click.IntRange(min=1),
               help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
 @click.option("--model", help="model name (else auto-detected per arm); with --engine, the model the arms serve")
@@ -116,7 +118,8 @@ def _new_plan(options: dict):
             tokenizer=options["tokenizer"], label=options["label"],
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"],
             api_key=options["api_key"], headers=options["headers"],
-            goodput=compare_result_settings(options)["goodput"])
+            goodput=compare_result_settings(options)["goodput"],
+            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     except ValidationError as exc:
         raise one_line_validation_error(exc) from None
     if options["dataset_name"]:   # one suite file: every stage, both arms, every round
