@@ -13,6 +13,7 @@ import click
 from specgauge.cli_options import (POSITIVE_INTS, CommaList, db_option, one_line_validation_error,
                                    request_count_options, secret_options, think_time_options, verify_option,
                                    warmup_option)
+from specgauge.tune.band_option import context_lengths_option
 from specgauge.client.endpoint import API_NAMES
 from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
@@ -49,6 +50,8 @@ def run(work):
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @warmup_option
 @think_time_options
+@context_lengths_option("run the whole comparison once per band of prompt lengths (tokens as served), e.g. "
+                        "1-128,129-384: speedup, crossover and schedule per band")
 @click.option("--rounds", type=click.IntRange(min=1),
               help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
 @click.option("--model", help="model name (else auto-detected per arm); with --engine, the model the arms serve")
@@ -91,6 +94,11 @@ def compare_command(**options) -> None:
         sys.exit(run_against_baseline_command(options, run))
     if options["allow_suite_change"] or options["allow_server_change"]:
         raise click.UsageError("--allow-suite-change / --allow-server-change need --against-baseline")
+    if options["context_lengths"]:   # the comparison once per context band (compare/context_bands.py)
+        from specgauge.compare.context_bands import finish_bands
+
+        finish_bands(_new_plan(options), options, _run_compare)
+        return
     _finish(_new_plan(options), options)
 
 

@@ -8,6 +8,7 @@ from specgauge.cli_options import (CommaList, db_option, request_count_options, 
                                    warmup_option)
 from specgauge.client.endpoint import API_NAMES
 from specgauge.tokenizer_option import TokenizerPath
+from specgauge.tune.band_option import context_lengths_option
 
 DEFAULT_DEPTHS = "0,1,2,3,5"
 
@@ -30,18 +31,6 @@ def _url_arms(ctx, param, values):
     return arms
 
 
-def _context_bands(ctx, param, value):
-    """``1-128,129-384`` → ((1, 128), (129, 384)) (``tune.bands.parse_bands``)."""
-    if value is None or isinstance(value, tuple):
-        return value
-    from specgauge.tune.bands import parse_bands
-
-    try:
-        return parse_bands(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-
-
 @click.command("tune")
 @click.option("--depths", type=CommaList(int, low=0, unique_sorted=True), default=DEFAULT_DEPTHS, show_default=True,
               help="candidate draft depths (0 = no speculation)")
@@ -61,10 +50,9 @@ def _context_bands(ctx, param, value):
 @click.option("--url", "urls", multiple=True, callback=_url_arms, metavar="K=URL",
               help="an already running server of depth K (repeat for every depth); schedule=URL: one running the "
                    "schedule, for --verify")
-@click.option("--context-lengths", "bands", callback=_context_bands, metavar="LO-HI,...",
-              help="also measure at each prompt-length band (inclusive prompt tokens as served, e.g. 1-128,129-384): "
-                   "the suite's prompts of that length, else length-exact synthetic ones; the schedule gets vLLM's "
-                   "5-item context form")
+@context_lengths_option("also measure at each prompt-length band (inclusive prompt tokens as served, e.g. "
+                        "1-128,129-384): the suite's prompts of that length, else length-exact synthetic ones; the "
+                        "schedule gets vLLM's 5-item context form", name="bands")
 @click.option("--tokenizer", metavar="PATH", type=TokenizerPath(),
               help="tokenizer.json (or a shipped model's name) counting prompt tokens for --context-lengths "
                    "(default: the server's own)")
