@@ -153,3 +153,13 @@ def test_bench_cli_prints_the_per_turn_table(tmp_path):
     assert "per turn" in result.stdout and "cache hit" in result.stdout
     turn_rows = [line for line in result.stdout.splitlines() if line.startswith("│ c=2")]
     assert len(turn_rows) >= 4   # the point's row and one row per turn index (0, 1, 2)
+
+
+def test_sessions_refuse_worker_processes_in_one_line(tmp_path):
+    from cli_testkit import one_line_error, run_cli
+
+    with ScriptedServer(CONVERSATION) as server:
+        result = run_cli("bench", server.url, "--suite", "sessions", "--concurrency", "2", "--num-requests", "2",
+                         "--workers", "2", "--db", tmp_path / "r.db")
+        assert not server.requests_seen   # refused before anything was sent
+    one_line_error(result, "multi-turn sessions", "--workers")
