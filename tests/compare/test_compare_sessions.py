@@ -31,6 +31,10 @@ async def test_compare_pairs_by_session_and_turn_and_gives_per_turn_speedups(tmp
     assert all(row.pairs == 4 for row in sweep_turns)   # every session's every turn paired, both arms
     assert all(row.throughput.ratio > 1.5 for row in sweep_turns)
     assert all(row.ttft_ratio.ratio is not None for row in sweep_turns)
+    from specgauge.report.html import render_html
+
+    page = render_html(result, tmp_path / "report.html").read_text()
+    assert "Per turn (multi-turn sessions" in page and page.count('<td class="text">concurrency 2</td>') == 3
 
 
 def test_compare_cli_prints_the_per_turn_speedups(tmp_path):

@@ -188,7 +188,23 @@ def _summary_section(data: ReportData) -> str:
             'below 1. For TPOT and TTFT a ratio below 1 is the better one.</p>')
     return _section("summary", "Summary",
                     f"<h3>Single stream, per domain</h3>{single}<h3>Concurrency sweep (aggregate output tok/s)"
-                    f"</h3>{sweep}{crossover}{note}{_goodput_table(data)}")
+                    f"</h3>{sweep}{crossover}{note}{_goodput_table(data)}{_per_turn_table(result)}")
+
+
+def _per_turn_table(result: "CompareResult") -> str:
+    """A suite with multi-turn sessions: the speedup per point and turn, paired by (session, turn)."""
+    if not result.per_turn:
+        return ""
+    table = _table(
+        ["point", "turn", "pairs", "throughput ratio [95% CI]", "TTFT p50 ratio", "baseline TTFT p50 (ms)",
+         "speculative TTFT p50 (ms)"],
+        ([escape(row.point), str(row.turn), str(row.pairs),
+          _ratio_cell(row.throughput.ratio, row.throughput.ci_low, row.throughput.ci_high),
+          escape(ratio_with_ci(row.ttft_ratio.ratio, row.ttft_ratio.ci_low, row.ttft_ratio.ci_high)),
+          number(row.baseline_ttft_ms_p50), number(row.speculative_ttft_ms_p50)]
+         for row in result.per_turn), align="l", css_class="per-turn")
+    return ("<h3>Per turn (multi-turn sessions: each later turn sent after that arm's own answer; pairs by "
+            f"session and turn)</h3>{table}")
 
 
 def _goodput_table(data: ReportData) -> str:
