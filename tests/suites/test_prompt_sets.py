@@ -79,7 +79,8 @@ def test_speed_bench_parquet_and_aiperf_messages_rows(tmp_path):
     path = tmp_path / "throughput_1k" / "test-00000-of-00001.parquet"
     path.parent.mkdir()
     pq.write_table(pa.Table.from_pylist(rows), path)
-    suite = import_suite(path, "sp", fmt="speedbench")
+    assert detect_format(path) == "speedbench"
+    suite = import_suite(path, "sp")
     assert [r.domain for r in suite.requests] == ["throughput_1k:mixed", "throughput_1k:high_entropy"]
     assert suite.requests[1].num_turns == 2
 

@@ -32,6 +32,9 @@ def detect_format(path: Path) -> str:
         return "datasets"
     suffix = path.suffix.lower()
     by_suffix = {".parquet": "parquet", ".arrow": "arrow", ".csv": "csv", ".json": "sharegpt"}
+    if suffix == ".parquet":   # SPEED-Bench ships parquet: its own columns say so
+        first = next(iter(read_parquet(path)), None)
+        return "speedbench" if first is not None and looks_like_speedbench(first[1]) else "parquet"
     if suffix in by_suffix:
         return by_suffix[suffix]
     if suffix != ".jsonl":
