@@ -13,7 +13,7 @@ import click
 from specgauge.cli_options import (POSITIVE_INTS, CommaList, db_option, one_line_validation_error,
                                    request_count_options, secret_options, think_time_options, verify_option,
                                    warmup_option)
-from specgauge.tune.band_option import context_lengths_option
+from specgauge.load.length_band_option import context_lengths_option
 from specgauge.client.endpoint import API_NAMES
 from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings

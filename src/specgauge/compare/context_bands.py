@@ -2,7 +2,7 @@
 
 Speculation can pay again at long context where it stopped paying at high batch with short prompts
 (vLLM RFC #48627), so context length is an axis of the verdict. Each band gets its own prompts, as
-``tune --context-lengths`` builds them (:mod:`specgauge.tune.bands`: the suite's requests of that
+``tune --context-lengths`` builds them (:mod:`specgauge.load.length_bands`: the suite's requests of that
 length as served, else length-exact synthetic prompts), and a whole comparison of its own on them —
 single stream and the sweep, paired, with its crossover and recommendation, stored as its own ``cN``
 (resumable as any comparison). The summary gives the speedup and crossover per band and, where the
@@ -22,7 +22,7 @@ from pathlib import Path
 from specgauge.analysis.results import CompareResult
 from specgauge.compare.plan import ComparePlan
 from specgauge.errors import UserError
-from specgauge.tune.bands import BandSuite, band_label, build_band_suites, check_fit
+from specgauge.load.length_bands import BandSuite, band_label, build_band_suites, check_fit
 
 DEFAULT_BAND_MAX_TOKENS = 128
 

@@ -8,7 +8,7 @@ from specgauge.cli_options import (CommaList, db_option, request_count_options, 
                                    warmup_option)
 from specgauge.client.endpoint import API_NAMES
 from specgauge.tokenizer_option import TokenizerPath
-from specgauge.tune.band_option import context_lengths_option
+from specgauge.load.length_band_option import context_lengths_option
 
 DEFAULT_DEPTHS = "0,1,2,3,5"
 

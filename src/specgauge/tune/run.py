@@ -9,7 +9,7 @@ once (embedded engines, URLs) the arms alternate point by point; launch commands
 time per round, the order rotating by round.
 
 With context bands (``plan.bands``) a cell is a concurrency level and a band, each band with its
-own prompts (``tune.bands``), prepared once from the first server up (its tokenizer and context).
+own prompts (``load.length_bands``), prepared once from the first server up (its tokenizer and context).
 
 Adaptive: ``min_rounds`` rounds of every cell, then a further round only of the cells whose
 choice is uncertain (``choice.choose_cell``), up to ``max_rounds``. The time used is reported
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from specgauge.errors import UserError
-from specgauge.tune.bands import BandSuite, band_label, build_band_suites, check_fit
+from specgauge.load.length_bands import BandSuite, band_label, build_band_suites, check_fit
 from specgauge.load.bench import close_run, open_run, run_point_at
 from specgauge.load.bench_config import BenchConfig
 from specgauge.store import Store
@@ -138,7 +138,7 @@ class TuneResult:
 
 class BandPrompts:
     """The bands' prompt suites, built once from the first server that answers (its tokenizer
-    and context; ``tune.bands``): empty without bands."""
+    and context; ``load.length_bands``): empty without bands."""
 
     def __init__(self, plan: TunePlan, store: Store, say: Callable[[str], None]) -> None:
         self._plan, self._store, self._say = plan, store, say

@@ -1,4 +1,4 @@
-"""``--context-lengths LO-HI,...`` of ``tune`` and ``compare``: the option and its parsing (``tune.bands``)."""
+"""``--context-lengths LO-HI,...`` of ``tune`` and ``compare``: the option and its parsing (``load.length_bands``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import click
 
 
 def context_bands(ctx, param, value):
-    """``1-128,129-384`` → ((1, 128), (129, 384)) (``tune.bands.parse_bands``); a bad value is a usage error."""
+    """``1-128,129-384`` → ((1, 128), (129, 384)) (``load.length_bands.parse_bands``); a bad value is a usage error."""
     if value is None or isinstance(value, tuple):
         return value
-    from specgauge.tune.bands import parse_bands
+    from specgauge.load.length_bands import parse_bands
 
     try:
         return parse_bands(value)
