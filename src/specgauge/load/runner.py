@@ -97,14 +97,14 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
             keep(await guard.check())
 
     async def one(item: PlannedRequest, scheduled_ns: int) -> None:
-        def send(request, request_index: int, _turn: int, scheduled: int):
+        def send(request, request_index: int, scheduled: int):
             return send_request(session, endpoint, request, request_index=request_index,
                                 prompt_index=item.prompt_index, max_tokens=spec.max_tokens,
                                 temperature=spec.temperature, scheduled_ns=scheduled, timeouts=timeouts,
                                 ignore_eos=spec.ignore_eos)
 
         if not sessions:
-            await admit(await send(suite.requests[item.prompt_index], item.request_index, 0, scheduled_ns))
+            await admit(await send(suite.requests[item.prompt_index], item.request_index, scheduled_ns))
             return
         await run_session(
             suite.requests[item.prompt_index], item.request_index, scheduled_ns, send=send, keep=admit,

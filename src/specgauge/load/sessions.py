@@ -33,7 +33,7 @@ from specgauge.suites.model import ChatMessage, SuiteRequest
 
 TURN_STRIDE = 1000   # request_index = session slot * TURN_STRIDE + turn (suites.model.MAX_SESSION_TURNS < this)
 
-SendTurn = Callable[[SuiteRequest, int, int, int], Awaitable[RequestRecord]]   # request, index, turn, scheduled_ns
+SendTurn = Callable[[SuiteRequest, int, int], Awaitable[RequestRecord]]   # request, request_index, scheduled_ns
 
 
 def turn_request_index(session_index: int, turn_index: int) -> int:
@@ -118,7 +118,7 @@ async def run_session(request: SuiteRequest, session_index: int, first_scheduled
             ends.turns_not_sent += request.num_turns - turn
             ends.examples.append(f"session {session_index} stopped before turn {turn}")
             return
-        record = await send(turn_request, turn_request_index(session_index, turn), turn, scheduled_ns)
+        record = await send(turn_request, turn_request_index(session_index, turn), scheduled_ns)
         record.session_index, record.turn_index = session_index, turn
         await keep(record)
         if turn + 1 == request.num_turns:
