@@ -4,11 +4,16 @@ session that would not fit, with a note; this suite is sized so that none has to
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from specgauge.client.prompts import prompt_text
 from specgauge.client.tokens import load_tokenizer
 from specgauge.compare.demo import TARGET_DIR
 from specgauge.shipped_models import DEFAULT_MODEL, get_shipped
-from specgauge.suites.model import ChatMessage, SuiteRequest
+from specgauge.errors import UserError
+from specgauge.suites.model import ChatMessage, SuiteRequest, read_suite_jsonl
 from specgauge.suites.registry import load_suite
 
 
@@ -27,3 +32,17 @@ def test_every_session_fits_the_default_models_context_over_its_turns():
         tokens = len(tokenizer.encode(prompt_text(last, tokenizer_path), add_special_tokens=False).ids)
         worst = tokens + request.num_turns * request.max_tokens
         assert worst <= context, (request.notes, worst)
+
+
+@pytest.mark.parametrize("line, reason", [
+    ({"prompt": "raw text", "next_turns": [{"role": "user", "content": "more"}]}, "'next_turns' needs 'messages'"),
+    ({"messages": [{"role": "user", "content": "hi"}], "next_turns": []}, "'next_turns' must hold 1 to"),
+    ({"messages": [{"role": "user", "content": "hi"}], "next_turns": [{"role": "assistant", "content": "canned"}]},
+     "non-empty 'user' or 'tool' message"),
+])
+def test_a_bad_session_line_is_one_line_naming_it(tmp_path, line, reason):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "fine"}]}) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(UserError, match=reason) as error:
+        read_suite_jsonl(path)
+    assert str(error.value).startswith(f"{path}:2: bad request")
