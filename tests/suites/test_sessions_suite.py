@@ -1,6 +1,7 @@
 """``sessions@1``: every request a session of 3 turns that fits the default model's 512-token context over
 all its turns, each earlier answer counted at its full ``max_tokens`` (the load runner's check ends a
-session that would not fit, with a note; this suite is sized so that none has to)."""
+session that would not fit, with a note; this suite is sized so that none has to); a bad session line in a
+suite file is one line naming it."""
 
 from __future__ import annotations
 
