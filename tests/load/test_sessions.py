@@ -153,6 +153,10 @@ def test_bench_cli_prints_the_per_turn_table(tmp_path):
     assert "per turn" in result.stdout and "cache hit" in result.stdout
     turn_rows = [line for line in result.stdout.splitlines() if line.startswith("│ c=2")]
     assert len(turn_rows) >= 4   # the point's row and one row per turn index (0, 1, 2)
+    report = run_cli("report", "1", "--html", tmp_path / "run.html", "--db", tmp_path / "r.db")
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "run.html").read_text()
+    assert "Per turn (multi-turn sessions" in page and page.count('<table class="per-turn">') == 1
 
 
 def test_sessions_refuse_worker_processes_in_one_line(tmp_path):

@@ -239,7 +239,23 @@ def _one_arm_table(arm: ArmData) -> str:
         for row, point in zip(rows, arm.points):
             row.append(f'<td class="text worse">{escape(point.flag_reason or "flagged")}</td>' if point.flagged
                        else '<td class="text"></td>')
-    return _table(headers, rows, align="r" * 8 + "l", css_class="sweep")
+    return _table(headers, rows, align="r" * 8 + "l", css_class="sweep") + _turns_table(arm)
+
+
+def _turns_table(arm: ArmData) -> str:
+    """A bench run on a suite with multi-turn sessions: TTFT, ITL, acceptance and prefix-cache hits per turn."""
+    rows = [[str(p.concurrency), str(row["turn"]), f"{row['ok']} / {row['requests']}", number(row["ttft_ms_p50"]),
+             number(row["itl_ms_p50"], ",.2f"), number(row["accept_length"], ".2f"),
+             number(row["prompt_tokens_mean"], ",.0f"), number(row["cached_tokens_mean"], ",.0f"),
+             "–" if row["cache_hit_share"] is None else f"{row['cache_hit_share']:.0%}"]
+            for p in arm.points for row in p.turns]
+    if not rows:
+        return ""
+    table = _table(["concurrency", "turn", "ok / sent", "TTFT p50 (ms)", "ITL p50 (ms)", "acceptance length",
+                    "prompt tokens", "cached tokens", "cache hit"], rows, css_class="per-turn")
+    return ("<h3>Per turn (multi-turn sessions: each later turn sent after the server's actual answer)</h3>"
+            f"{table}<p class=\"note\">Cached tokens: prompt tokens the server's prefix cache served, as it reports "
+            "them per request; – where it does not.</p>")
 
 
 def _recommendation_section(data: ReportData) -> str:
