@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from specgauge.cli_options import (CommaList, db_option, request_count_options, secret_options, verify_option,
-                                   warmup_option)
+from specgauge.cli_options import (CommaList, db_option, request_count_options, secret_options, think_time_options,
+                                   verify_option, warmup_option)
 from specgauge.client.endpoint import API_NAMES
 from specgauge.tokenizer_option import TokenizerPath
 from specgauge.load.length_band_option import context_lengths_option
@@ -62,6 +62,7 @@ def _url_arms(ctx, param, values):
 @click.option("--max-tokens", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @warmup_option
+@think_time_options
 @click.option("--min-rounds", type=click.IntRange(min=1), default=2, show_default=True,
               help="rounds of every cell before measuring only where the choice is uncertain")
 @click.option("--max-rounds", type=click.IntRange(min=1), default=4, show_default=True)
@@ -139,7 +140,8 @@ def tune_command(**options) -> None:
                     verify_rounds=options["verify_rounds"], engine_args=options["engine_args"], algorithm=algorithm,
                     max_batch_size=options["max_batch_size"], start_timeout_s=options["start_timeout"],
                     model=options["model"], bands=options["bands"] or (), tokenizer=options["tokenizer"],
-                    schedule_template=schedule_template, schedule_url=schedule_url)
+                    schedule_template=schedule_template, schedule_url=schedule_url,
+                    think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
     from specgauge.report.tune_report import load_tune_report
     from specgauge.tune.stored import plan_document, store_tune, tune_stopped_marked

@@ -66,6 +66,8 @@ class TunePlan:
     tokenizer: str | None = None              # counts band prompts (else the server's own)
     schedule_template: str | None = None      # --verify of command arms: the schedule's launch command
     schedule_url: str | None = None           # --verify of URL arms: a server running the schedule
+    think_time_ms: float = 0.0                # multi-turn sessions: pause before each later turn (load/sessions.py)
+    think_time_distribution: str = "fixed"
 
     api_key: str | None = None           # --api-key, --header: sent with every request, never stored
     headers: tuple[tuple[str, str], ...] = ()
@@ -173,7 +175,8 @@ def _bench_config(plan: TunePlan, url: str, cell: Cell, suites: dict) -> BenchCo
     return BenchConfig(url=url, api=plan.api, suite=suite, concurrency=(cell.concurrency,),
                        num_requests=plan.requests_at(cell.concurrency), warmup=plan.warmup, seed=plan.seed,
                        max_tokens=plan.max_tokens, model=plan.model, tokenizer_path=plan.tokenizer,
-                       api_key=plan.api_key, headers=plan.headers)
+                       api_key=plan.api_key, headers=plan.headers,
+                       think_time_ms=plan.think_time_ms, think_time_distribution=plan.think_time_distribution)
 
 
 async def _point(plan: TunePlan, store: Store, label: str, url: str, cell: Cell, round_number: int,
