@@ -187,3 +187,15 @@ def write_text(path: str, text: str) -> None:
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
+
+
+def think_time_options(function: Callable) -> Callable:
+    """``--think-time-ms`` and ``--think-time-distribution``: a multi-turn session's pause before each
+    later turn (load/sessions.py), seeded by ``--seed``."""
+    return _apply(function, [
+        click.option("--think-time-ms", type=click.FloatRange(min=0), default=0.0, show_default=True,
+                     help="multi-turn sessions: pause (mean, ms) after an answer before the next turn"),
+        click.option("--think-time-distribution", type=click.Choice(["fixed", "exponential", "uniform"]),
+                     default="fixed", show_default=True,
+                     help="the think time: fixed, or exponential / uniform(0, 2 x mean) drawn from --seed"),
+    ])

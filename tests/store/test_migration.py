@@ -61,7 +61,29 @@ def test_version_3_store_gains_the_tune_tables_and_keeps_its_comparisons(tmp_pat
         assert [(r.run_id, r.arm, r.concurrency) for r in store.tune_runs(tune)] == [(1, "k=0", 1)]
     with sqlite3.connect(path) as check:
         assert check.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
-        assert SCHEMA_VERSION == 4
+        assert SCHEMA_VERSION == 5
+
+
+def test_version_4_store_gains_the_turn_columns_and_keeps_its_requests(tmp_path):
+    from specgauge.client.records import RequestRecord
+    from specgauge.store.schema import DDL_V2, DDL_V3, DDL_V4
+
+    path = tmp_path / "v4.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(DDL + DDL_V2 + DDL_V3 + DDL_V4)
+    connection.execute("INSERT INTO schema_version (version) VALUES (4)")
+    connection.commit()
+    connection.close()
+    with Store.open(path) as store:
+        run = store.create_run(tool_version="0", host="h", url="http://x", api="openai-chat", model=None,
+                               config={}, suite_name="s", suite_version=1, suite_hash="ab")
+        point = store.add_points(run, [{"mode": "closed"}])[0]
+        store.add_request(point, RequestRecord(request_index=2001, prompt_index=3, session_index=2, turn_index=1,
+                                               cached_tokens=40, prompt_tokens=64))
+        (record,) = store.get_requests(point)
+        assert (record.session_index, record.turn_index, record.cached_tokens) == (2, 1, 40)
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT version FROM schema_version").fetchall() == [(5,)]
 
 
 def test_a_tune_row_round_trips_and_an_unknown_tune_is_one_line(tmp_path):

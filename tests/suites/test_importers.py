@@ -54,7 +54,10 @@ def test_mt_bench_maps_categories_to_domains(tmp_path):
     suite = import_suite(path, "mt")
     assert [r.domain for r in suite.requests] == ["chat", "reasoning", "coding"]
     assert suite.requests[0].messages[0].content == "Write a travel blog post."
-    assert "1 later turn(s) not sent" in suite.requests[0].notes
+    # every turn kept: the second is a later turn of a session, sent after the first turn's answer
+    assert [m.content for m in suite.requests[0].next_turns] == ["Rewrite it in rhyme."]
+    assert suite.requests[2].next_turns is None and suite.has_sessions
+    assert "a session of 2 turns" in suite.requests[0].notes
 
 
 def test_spec_bench_category_becomes_the_domain(tmp_path):

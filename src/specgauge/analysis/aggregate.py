@@ -17,6 +17,8 @@ Rules (also in docs/bench.md):
   one chunk, the first chunk ends the prefill. Share of steps that drafted: the server's drafting
   steps (vLLM ``num_drafts``, which counts only steps that drafted) over those decode steps.
 - Prefix-cache hit rate: the share of the point's prompt tokens vLLM's prefix cache served.
+- A suite with multi-turn sessions adds ``turns``: the figures per turn index
+  (:mod:`specgauge.analysis.turns`), and ``session_notes``: why sessions ended early.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 
 from specgauge.analysis import definitions
 from specgauge.analysis.summary import EMPTY_SUMMARY, Summary, summarize
+from specgauge.analysis.turns import turn_figures
 from specgauge.client.records import RequestRecord
 
 DEFAULT_MAX_ERROR_RATE = 0.05
@@ -88,11 +91,14 @@ class PointAggregate:
     token_count_sources: dict[str, int] = field(default_factory=dict)
     load_warnings: list[str] = field(default_factory=list)   # what limited the point besides its setting
     workers: list[dict[str, Any]] = field(default_factory=list)  # a split point: one summary per worker
+    turns: list[dict[str, Any]] = field(default_factory=list)    # sessions: figures per turn index
+    session_notes: list[str] = field(default_factory=list)       # sessions: why some ended early
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        if not self.workers:  # a one-process point stores what it always stored
-            del data["workers"]
+        for name in ("workers", "turns", "session_notes"):
+            if not data[name]:  # a one-process point of single requests stores what it always stored
+                del data[name]
         for name in SUMMARY_FIELDS:
             data[name] = getattr(self, name).to_dict()
         return data
@@ -222,4 +228,5 @@ def aggregate_point(
         server_spec=spec_dict,
         token_count_source=(next(iter(sources)) if len(sources) == 1 else "mixed") if sources else None,
         token_count_sources=dict(sorted(sources.items())),
+        turns=turn_figures(records),
     )

@@ -100,6 +100,20 @@ class SweepPoint(_Frozen):
     speculative: ArmPoint = ArmPoint()
 
 
+class TurnSpeedup(_Frozen):
+    """A multi-turn suite's speedup at one point and turn index: requests paired by (round, session,
+    turn), ``throughput`` = Σ tokens / Σ E2E of the speculative turns over the baseline's, and the
+    median-TTFT ratio (a later turn's TTFT is mostly the prefix cache's, speculation or not)."""
+
+    point: str                               # "single-stream coding", "concurrency 4"
+    turn: int
+    pairs: int
+    throughput: RatioCI = RatioCI()
+    ttft_ratio: RatioCI = RatioCI()
+    baseline_ttft_ms_p50: float | None = None
+    speculative_ttft_ms_p50: float | None = None
+
+
 class Crossover(_Frozen):
     """Where the throughput ratio crosses 1, interpolated in log-concurrency.
 
@@ -329,6 +343,7 @@ class CompareResult(_Frozen):
     acceptance_by_position: tuple[PositionBin, ...]            # the speculative arm
     acceptance_by_domain: dict[str, float | None]              # speculative arm, single stream
     goodput: Goodput | None = None                             # with --goodput (stored, so report keeps it)
+    per_turn: tuple[TurnSpeedup, ...] = ()                     # a suite with multi-turn sessions
 
     def arm(self, name: str) -> ArmDescription:
         """The arm called ``name`` (``baseline`` or ``speculative``)."""

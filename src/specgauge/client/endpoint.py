@@ -21,6 +21,8 @@ class Endpoint:
     ``tokenizer_path`` names a local ``tokenizer.json`` for counting tokens per chunk when the
     server gives no cumulative counts. ``server`` is what the probe showed the server to be
     (``"sglang"``), so that engine-specific request fields go to that engine only.
+    ``context_length`` is the server's context in tokens where it reports one: a multi-turn session
+    ends when its next turn would not fit (:mod:`specgauge.load.sessions`).
     """
 
     base_url: str
@@ -30,6 +32,7 @@ class Endpoint:
     headers: tuple[tuple[str, str], ...] = ()
     tokenizer_path: str | None = None
     server: str | None = None   # "sglang" once the probe has shown it (probe.server_of); None: unknown
+    context_length: int | None = None
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):

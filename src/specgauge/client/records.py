@@ -57,6 +57,7 @@ class RequestRecord:
     chunk_tokens: list[int] = field(default_factory=list)     # tokens carried by each of them
     token_count_source: TokenCountSource = TokenCountSource.CHUNKS
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None    # prompt tokens the server's prefix cache served, where it says
     output_tokens: int | None = None
     output_text: str = ""
     finish_reason: str | None = None
@@ -72,6 +73,9 @@ class RequestRecord:
     error_class: ErrorClass | None = None
     error_message: str | None = None
     server_request_id: str | None = None
+    # A multi-turn session's turn (load/sessions.py): which session slot of the point, which turn.
+    session_index: int | None = None
+    turn_index: int | None = None
 
     @property
     def ok(self) -> bool:

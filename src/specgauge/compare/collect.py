@@ -25,6 +25,7 @@ from specgauge.client.records import RequestRecord
 from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, DriftEstimate,
                                      Percentiles, RatioCI, SingleStreamDomain, SpeculationSetup, StageRuns,
                                      SweepPoint)
+from specgauge.compare.per_turn import turn_speedups
 from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
 from specgauge.report.export import point_document
 from specgauge.store import Store
@@ -306,6 +307,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     arm_pairs = [pair for _, _, base, spec in cells for arm in (base, spec) for pair in _round_repeats(arm)]
     drift = estimate_drift([(first, second) for _, first, second, _ in repeated] + arm_pairs, settings.rounds)
     accept_by_domain: dict[str, float | None] = {}
+    per_turn: list = []
     for stage_name, level, base, spec in cells:
         all_base += base.records
         all_spec += spec.records
@@ -313,6 +315,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         point = paired_point(base, spec, rng, resamples, drift)
         lossless_pairs += [(stage_name, b.prompt_index, b.request_index, b.output_text, s.output_text)
                            for b, s in point.pairs]
+        per_turn += turn_speedups(_point_label(stage_name, level), point.pairs, rng, resamples, drift)
         common = dict(request_tok_s_ratio=point.request_tok_s.ci, tpot_ratio=point.tpot.ci,
                       ttft_ratio=point.ttft.ci, baseline=_arm_point(base), speculative=_arm_point(spec))
         ci = point.throughput.ci
@@ -358,4 +361,5 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         tokens_per_chunk={"baseline": chunk_histogram(all_base), "speculative": chunk_histogram(all_spec)},
         acceptance_by_position=acceptance_by_position(all_spec),
         acceptance_by_domain={d.domain: d.accept_length for d in single},
+        per_turn=tuple(per_turn),
     )

@@ -11,7 +11,9 @@ from pathlib import Path
 import click
 
 from specgauge.cli_options import (POSITIVE_INTS, CommaList, db_option, one_line_validation_error,
-                                   request_count_options, secret_options, verify_option, warmup_option)
+                                   request_count_options, secret_options, think_time_options, verify_option,
+                                   warmup_option)
+from specgauge.load.length_band_option import context_lengths_option
 from specgauge.client.endpoint import API_NAMES
 from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
@@ -47,6 +49,9 @@ def run(work):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
 @warmup_option
+@think_time_options
+@context_lengths_option("run the whole comparison once per band of prompt lengths (tokens as served), e.g. "
+                        "1-128,129-384: speedup, crossover and schedule per band")
 @click.option("--rounds", type=click.IntRange(min=1),
               help="repeat every stage N times, arms alternating A B | B A (default 2 with a launch command, else 1)")
 @click.option("--model", help="model name (else auto-detected per arm); with --engine, the model the arms serve")
@@ -89,6 +94,11 @@ def compare_command(**options) -> None:
         sys.exit(run_against_baseline_command(options, run))
     if options["allow_suite_change"] or options["allow_server_change"]:
         raise click.UsageError("--allow-suite-change / --allow-server-change need --against-baseline")
+    if options["context_lengths"]:   # the comparison once per context band (compare/context_bands.py)
+        from specgauge.compare.context_bands import finish_bands
+
+        finish_bands(_new_plan(options), options, _run_compare)
+        return
     _finish(_new_plan(options), options)
 
 
@@ -116,7 +126,8 @@ def _new_plan(options: dict):
             tokenizer=options["tokenizer"], label=options["label"],
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"],
             api_key=options["api_key"], headers=options["headers"],
-            goodput=compare_result_settings(options)["goodput"])
+            goodput=compare_result_settings(options)["goodput"],
+            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     except ValidationError as exc:
         raise one_line_validation_error(exc) from None
     if options["dataset_name"]:   # one suite file: every stage, both arms, every round

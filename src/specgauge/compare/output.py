@@ -26,6 +26,7 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
     verdict.json (``-``: stdout, the rest then goes to stderr) and the report."""
     import json
 
+    from specgauge.compare.per_turn import per_turn_lines
     from specgauge.report.html import write_report
     from specgauge.report.report_data import report_from_compare
     from specgauge.report.report_text import goodput_lines
@@ -51,7 +52,7 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
         out.print(f"losslessness (temperature 0, text-exact): {lossless.mismatches} of {lossless.compared} "
                   f"outputs differ" + (f"; first at character {lossless.examples[0].first_difference} of "
                                        f"prompt {lossless.examples[0].prompt_index}" if lossless.examples else ""))
-    for line in goodput_lines(result.goodput):
+    for line in goodput_lines(result.goodput) + per_turn_lines(result.per_turn):
         out.print(line, soft_wrap=True, markup=False, highlight=False)
     out.print(f"stored as comparison c{result.comparison_id} in {db} "
               f"(specgauge report c{result.comparison_id} --db {db} regenerates the report)")

@@ -77,6 +77,8 @@ class ComparePlan(BaseModel):
     ignore_eos: bool = False         # both arms generate every max_tokens token
     raw_chat_format: bool = False    # allow plain "User: ..." text when a raw-text API has no chat template
     goodput: dict[str, float] = Field(default_factory=dict)   # --goodput SLOs, ms per metric: the result's goodput
+    think_time_ms: float = Field(default=0.0, ge=0)            # multi-turn sessions: pause before a later turn
+    think_time_distribution: Literal["fixed", "exponential", "uniform"] = "fixed"
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
     api_key: str | None = Field(default=None, exclude=True)
@@ -148,4 +150,5 @@ class ComparePlan(BaseModel):
                            max_tokens=self.max_tokens, temperature=self.temperature, model=self.model,
                            api_key=self.api_key, headers=self.headers, tokenizer_path=self.tokenizer,
                            ignore_eos=self.ignore_eos,
-                           raw_chat_format=self.raw_chat_format)
+                           raw_chat_format=self.raw_chat_format,
+                           think_time_ms=self.think_time_ms, think_time_distribution=self.think_time_distribution)

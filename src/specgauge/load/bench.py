@@ -20,8 +20,9 @@ from specgauge.analysis.saturation import load_warnings
 from specgauge.client.probe import check_reachable, detect_model, fingerprint, server_of
 from specgauge.errors import UserError
 from specgauge.load.bench_config import REDACTED, BenchConfig
-from specgauge.load.plan import Endpoint, PointSpec
+from specgauge.load.plan import Endpoint, PointSpec, prompt_order
 from specgauge.load.runner import PointOutcome, run_point
+from specgauge.load.sessions import session_of
 from specgauge.load.workers.split import Placement
 from specgauge.report.formatting import describe_point
 from specgauge.load.workload import prepare_workload
@@ -112,7 +113,16 @@ def _where(store: Store, point: PointRow) -> str:
 
 def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
     return Endpoint(base_url=config.url, api=config.api, model=model, api_key=config.api_key,
-                    headers=config.headers, tokenizer_path=config.tokenizer_path)
+                    headers=config.headers, tokenizer_path=config.tokenizer_path,
+                    context_length=config.prepared.context_length if config.prepared is not None else None)
+
+
+def _check_sessions_placement(suite: Suite, placement: Placement) -> None:
+    """A suite with sessions runs in this process: a session's turns are one user's, and the worker
+    split deals out request indices, not sessions."""
+    if suite.has_sessions and not placement.single_process:
+        raise UserError(f"suite '{suite.name}' has multi-turn sessions, which run in one process for now; "
+                        f"drop --workers / --ray-address")
 
 
 async def run_benchmark(config: BenchConfig, store: Store, progress: BenchProgress | None = None, *,
@@ -159,6 +169,7 @@ async def open_run(config: BenchConfig, store: Store, progress: BenchProgress | 
     model = config.model or await detect_model(probe)
     config = await prepare_workload(config, _endpoint(config, model), Path(store.path).resolve().parent)
     suite = load_suite(config.suite)
+    _check_sessions_placement(suite, placement)
     specs = config.point_specs()
     endpoint = _endpoint(config, model)
     server = await fingerprint(endpoint)
@@ -254,6 +265,7 @@ async def _resume_claimed(run: RunRow, store: Store, progress: BenchProgress, *,
                           headers: tuple[tuple[str, str], ...], placement: Placement) -> RunSummary:
     run_id = run.id
     config, suite, endpoint = _restore_run(run, api_key=api_key, headers=headers)
+    _check_sessions_placement(suite, placement)
     points = store.get_points(run_id)
     progress.run_started(run_id, len(points), resumed=True)
     if all(p.status == "done" for p in points):
@@ -312,12 +324,18 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
                      progress: BenchProgress, placement: Placement = Placement()) -> None:
     spec = PointSpec(**point.spec)
     stored = store.measured_indices(point.id)
+    if suite.has_sessions:   # slots are sessions: one whose first turn is stored was sent (load/sessions.py)
+        stored = frozenset(session_of(i) for i in stored)
     if stored and not resumable_by_index(spec):
         store.delete_requests(point.id)
         stored = frozenset()
     segment = store.next_segment(point.id)
     store.start_point(point.id)
-    progress.point_started(point.point_index, describe_point(point.spec), spec.num_requests, len(stored))
+    total, done = spec.num_requests, len(stored)
+    if suite.has_sessions and total is not None:   # progress counts turns: every turn is a stored request
+        total = sum(suite.requests[p].num_turns for p in prompt_order(spec.seed, len(suite.requests), total))
+        done = len(store.measured_indices(point.id))
+    progress.point_started(point.point_index, describe_point(point.spec), total, done)
 
     writer = TurnWriter(store, point.id, segment)  # inserted at once, committed this loop turn
 
@@ -341,6 +359,8 @@ async def _run_point(store: Store, point: PointRow, endpoint: Endpoint, suite: S
             writer.flush()
         store.checkpoint()  # between points, never inside a measured window
     windows, aggregate = _aggregate_stored(store, point.id, outcome, segment, config.max_error_rate, point.spec)
+    if outcome is not None and outcome.session_ends is not None:
+        aggregate = dataclasses.replace(aggregate, session_notes=outcome.session_ends.notes())
     store.finish_point(
         point.id, windows=[[w.start_ns, w.end_ns] for w in windows], aggregates=aggregate.to_dict(),
         server_spec_before=server_spec_as_dict(outcome.server_spec_before) if outcome is not None else None,

@@ -90,6 +90,8 @@ class BenchConfig(BaseModel):
     random_range_ratio: float = Field(default=0.0, ge=0, lt=1)
     ignore_eos: bool = False
     raw_chat_format: bool = False              # allow plain "User: ..." text when no chat template is found
+    think_time_ms: float = Field(default=0.0, ge=0)   # multi-turn sessions: pause before each later turn
+    think_time_distribution: Literal["fixed", "exponential", "uniform"] = "fixed"
     goodput: dict[str, float] = Field(default_factory=dict)    # SLO in ms per metric (GOODPUT_METRICS)
     percentile_metrics: tuple[str, ...] = ("ttft", "tpot", "itl")
     metric_percentiles: tuple[float, ...] = (99.0,)
@@ -161,7 +163,8 @@ class BenchConfig(BaseModel):
         requests in flight and, for closed-loop points, their concurrency (alone: one closed-loop
         point at that concurrency)."""
         common = dict(duration_s=self.duration_s, warmup_requests=self.warmup, seed=self.seed,
-                      max_tokens=self.max_tokens, temperature=self.temperature, ignore_eos=self.ignore_eos)
+                      max_tokens=self.max_tokens, temperature=self.temperature, ignore_eos=self.ignore_eos,
+                      think_time_ms=self.think_time_ms, think_time_distribution=self.think_time_distribution)
         closed = self.concurrency or (() if self.rates else (self.max_concurrency or 1,))
         if self.max_concurrency is not None:
             closed = tuple(dict.fromkeys(min(c, self.max_concurrency) for c in closed))

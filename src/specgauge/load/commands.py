@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from specgauge.cli_options import (POSITIVE_INTS, POSITIVE_NUMBERS, console, db_option, one_line_validation_error,
-                                   request_count_options, secret_options, warmup_option, write_text)
+                                   request_count_options, secret_options, think_time_options, warmup_option,
+                                   write_text)
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
 from specgauge.tokenizer_option import TokenizerPath
@@ -21,14 +22,18 @@ from specgauge.output_paths import check_output_file
 # Options that define a run's load; --resume takes them from the stored run instead.
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "requests_per_user",
                         "min_requests", "duration", "arrival", "burstiness", "max_concurrency", "warmup", "seed",
-                        "max_tokens", "temperature", "model", "tokenizer", "max_error_rate") + PEER_RUN_OPTIONS
+                        "max_tokens", "temperature", "model", "tokenizer", "max_error_rate",
+                        "think_time_ms", "think_time_distribution") + PEER_RUN_OPTIONS
 
 
 def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
     from specgauge.report.terminal import run_notes, run_table
+    from specgauge.report.turns_table import turns_table
 
     out, run, points = console(stderr=to_stderr), store.get_run(run_id), store.get_points(run_id)
     out.print(run_table(run, points))
+    if (per_turn := turns_table(points)) is not None:
+        out.print(per_turn)
     for line in run_notes(run, points):
         out.print(line, style="yellow" if line.startswith("warning") else None, soft_wrap=True, markup=False,
                       highlight=False)
@@ -51,6 +56,7 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @warmup_option
 @click.option("--seed", type=int, default=0, show_default=True, help="prompt order and arrival times")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@think_time_options
 @click.option("--model", help="model name (else auto-detected from /v1/models)")
 @secret_options
 @click.option("--tokenizer", type=TokenizerPath(dir_okay=True),
@@ -131,7 +137,8 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...], placem
             burstiness=options["burstiness"], max_concurrency=options["max_concurrency"],
             warmup=options["warmup"], seed=options["seed"], max_tokens=options["max_tokens"],
             temperature=options["temperature"], model=options["model"], api_key=options["api_key"],
-            headers=headers, tokenizer_path=options["tokenizer"], max_error_rate=options["max_error_rate"])
+            headers=headers, tokenizer_path=options["tokenizer"], max_error_rate=options["max_error_rate"],
+            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     except ValidationError as exc:
         raise one_line_validation_error(exc) from None
     load_suite(config.suite)  # an unknown suite fails before the store file is created

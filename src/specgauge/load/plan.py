@@ -30,6 +30,11 @@ class PointSpec:
 
     Stop after ``num_requests`` measured requests or after ``duration_s`` seconds (whichever comes
     first when both are set). ``warmup_requests`` run before the measured window and are excluded.
+
+    A suite with multi-turn sessions: each slot is a whole session sent on one user (so
+    ``num_requests`` and ``concurrency`` count sessions), with a think time before each later turn:
+    ``think_time_ms`` fixed, or the mean of an exponential or uniform(0, 2 x mean) draw seeded by
+    ``seed`` and the session's slot (:mod:`specgauge.load.sessions`).
     """
 
     mode: Literal["closed", "open"]
@@ -45,6 +50,8 @@ class PointSpec:
     max_tokens: int | None = None
     temperature: float = 0.0
     ignore_eos: bool = False   # ask the server to generate every max_tokens token
+    think_time_ms: float = 0.0
+    think_time_distribution: Literal["fixed", "exponential", "uniform"] = "fixed"
 
     def __post_init__(self) -> None:
         if self.mode == "closed":
@@ -71,6 +78,11 @@ class PointSpec:
             raise UserError(f"warm-up requests must be >= 0 (got {self.warmup_requests})")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UserError(f"max tokens must be >= 1 (got {self.max_tokens})")
+        if not (self.think_time_ms >= 0 and math.isfinite(self.think_time_ms)):
+            raise UserError(f"think time must be >= 0 ms (got {self.think_time_ms})")
+        if self.think_time_distribution not in ("fixed", "exponential", "uniform"):
+            raise UserError(f"unknown think-time distribution {self.think_time_distribution!r} "
+                            f"(fixed, exponential or uniform)")
 
     @property
     def pool_size(self) -> int:

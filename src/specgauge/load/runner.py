@@ -24,6 +24,7 @@ from specgauge.client.session import gc_frozen, open_session, warm_pool
 from specgauge.client.server_metrics import SpecCounters, counters_between, scrape_spec_snapshot
 from specgauge.load.outage import OutageGuard
 from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
+from specgauge.load.sessions import SessionEnds, run_session, think_time_s
 from specgauge.suites.model import Suite
 
 T = TypeVar("T")
@@ -45,6 +46,7 @@ class PointOutcome:
     server_spec_after: dict | None
     model: str | None = None              # the model name sent (given or auto-detected)
     workers: list[dict] = dataclasses.field(default_factory=list)  # one summary per worker of a split point
+    session_ends: SessionEnds | None = None   # a suite with sessions: why some ended early
 
 
 def run_async(coro: Coroutine[object, object, T]) -> T:
@@ -61,7 +63,7 @@ def run_async(coro: Coroutine[object, object, T]) -> T:
 async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite: Suite, spec: PointSpec,
                        items: Iterable[PlannedRequest], *, on_record: Callable[[RequestRecord], None] | None,
                        timeouts: Timeouts, window_start_ns: int,
-                       deadline_ns: int | None) -> list[RequestRecord]:
+                       deadline_ns: int | None, session_ends: SessionEnds | None = None) -> list[RequestRecord]:
     """Send ``items`` under ``spec``'s load mode; return their records (completion order).
 
     Closed loop: ``spec.concurrency`` users share the slot list; each user's next request is
@@ -73,8 +75,14 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
     Connection-level failures go through an :class:`~specgauge.load.outage.OutageGuard`: when the
     server stops answering, :class:`~specgauge.load.outage.ServerDown` is raised, nothing more is
     sent, requests in flight are cancelled, and the failures of the outage are not returned.
+
+    A suite with sessions (:mod:`specgauge.load.sessions`): each slot is a whole session, its turns
+    sent in order on the user (or open-loop arrival) that took the slot; ``session_ends`` counts the
+    sessions that ended early.
     """
     records: list[RequestRecord] = []
+    ends = session_ends if session_ends is not None else SessionEnds()
+    sessions = suite.has_sessions
     guard = OutageGuard(endpoint.base_url, lambda: unreachable_reason(endpoint))
 
     def keep(finished: list[RequestRecord]) -> None:
@@ -83,14 +91,27 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
             if on_record is not None:
                 on_record(record)
 
-    async def one(item: PlannedRequest, scheduled_ns: int) -> None:
-        record = await send_request(session, endpoint, suite.requests[item.prompt_index],
-                                    request_index=item.request_index, prompt_index=item.prompt_index,
-                                    max_tokens=spec.max_tokens, temperature=spec.temperature,
-                                    scheduled_ns=scheduled_ns, timeouts=timeouts, ignore_eos=spec.ignore_eos)
+    async def admit(record: RequestRecord) -> None:
         keep(guard.admit(record))
         if guard.suspect:
             keep(await guard.check())
+
+    async def one(item: PlannedRequest, scheduled_ns: int) -> None:
+        def send(request, request_index: int, scheduled: int):
+            return send_request(session, endpoint, request, request_index=request_index,
+                                prompt_index=item.prompt_index, max_tokens=spec.max_tokens,
+                                temperature=spec.temperature, scheduled_ns=scheduled, timeouts=timeouts,
+                                ignore_eos=spec.ignore_eos)
+
+        if not sessions:
+            await admit(await send(suite.requests[item.prompt_index], item.request_index, scheduled_ns))
+            return
+        await run_session(
+            suite.requests[item.prompt_index], item.request_index, scheduled_ns, send=send, keep=admit,
+            endpoint=endpoint, max_tokens=spec.max_tokens, ends=ends,
+            think=lambda turn: think_time_s(spec.seed, item.request_index, turn, spec.think_time_ms,
+                                            spec.think_time_distribution),
+            may_continue=lambda: not guard.probing and (deadline_ns is None or perf_counter_ns() < deadline_ns))
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -165,6 +186,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     num_prompts = len(suite.requests)
     items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
     connect_ms: list[float] = []
+    session_ends = SessionEnds()
     async with open_session(timeouts, connect_ms) as session:
         await warm_pool(session, endpoint, spec.pool_size, timeouts, on_connections)
         if spec.warmup_requests:
@@ -181,11 +203,12 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
             deadline_ns = (window_start_ns + int(spec.duration_s * 1e9)) if spec.duration_s else None
             records = await execute_plan(session, endpoint, suite, spec, items, on_record=on_record,
                                          timeouts=timeouts, window_start_ns=window_start_ns,
-                                         deadline_ns=deadline_ns)
+                                         deadline_ns=deadline_ns, session_ends=session_ends)
             window_end_ns = perf_counter_ns()
         after = await scrape_spec_snapshot(session, endpoint.base_url, headers)
     lags = [r.send_lag_ns / 1e6 for r in records if r.send_lag_ns is not None]
     return PointOutcome(records=records, window_start_ns=window_start_ns, window_end_ns=window_end_ns,
                         warmup_records=spec.warmup_requests, connect_ms=connect_ms, send_lag_ms=lags,
                         server_spec=counters_between(before, after), server_spec_before=before or None,
-                        server_spec_after=after or None, model=endpoint.model)
+                        server_spec_after=after or None, model=endpoint.model,
+                        session_ends=session_ends if suite.has_sessions else None)

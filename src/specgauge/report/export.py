@@ -80,6 +80,9 @@ def point_document(point: PointRow) -> dict[str, Any]:
     doc["load_warnings"] = agg.get("load_warnings") or []
     if agg.get("workers"):   # a point split over workers (docs/bench.md); absent for one process
         doc["workers"] = agg["workers"]
+    if agg.get("turns"):     # a suite with multi-turn sessions: figures per turn index (analysis/turns.py)
+        doc["turns"] = agg["turns"]
+        doc["session_notes"] = agg.get("session_notes") or []
     return doc
 
 
@@ -119,6 +122,9 @@ def request_document(run_id: int, point_index: int, record: RequestRecord) -> di
         "status_code": record.status_code,
         "finish_reason": record.finish_reason,
         "prompt_tokens": record.prompt_tokens,
+        "cached_tokens": record.cached_tokens,
+        "session_index": record.session_index,
+        "turn_index": record.turn_index,
         "output_tokens": definitions.output_token_count(record),
         "token_count_source": record.token_count_source.value,
         "num_chunks": len(record.chunk_times_ns),

@@ -188,7 +188,23 @@ def _summary_section(data: ReportData) -> str:
             'below 1. For TPOT and TTFT a ratio below 1 is the better one.</p>')
     return _section("summary", "Summary",
                     f"<h3>Single stream, per domain</h3>{single}<h3>Concurrency sweep (aggregate output tok/s)"
-                    f"</h3>{sweep}{crossover}{note}{_goodput_table(data)}")
+                    f"</h3>{sweep}{crossover}{note}{_goodput_table(data)}{_per_turn_table(result)}")
+
+
+def _per_turn_table(result: "CompareResult") -> str:
+    """A suite with multi-turn sessions: the speedup per point and turn, paired by (session, turn)."""
+    if not result.per_turn:
+        return ""
+    table = _table(
+        ["point", "turn", "pairs", "throughput ratio [95% CI]", "TTFT p50 ratio", "baseline TTFT p50 (ms)",
+         "speculative TTFT p50 (ms)"],
+        ([escape(row.point), str(row.turn), str(row.pairs),
+          _ratio_cell(row.throughput.ratio, row.throughput.ci_low, row.throughput.ci_high),
+          escape(ratio_with_ci(row.ttft_ratio.ratio, row.ttft_ratio.ci_low, row.ttft_ratio.ci_high)),
+          number(row.baseline_ttft_ms_p50), number(row.speculative_ttft_ms_p50)]
+         for row in result.per_turn), align="l", css_class="per-turn")
+    return ("<h3>Per turn (multi-turn sessions: each later turn sent after that arm's own answer; pairs by "
+            f"session and turn)</h3>{table}")
 
 
 def _goodput_table(data: ReportData) -> str:
@@ -223,7 +239,23 @@ def _one_arm_table(arm: ArmData) -> str:
         for row, point in zip(rows, arm.points):
             row.append(f'<td class="text worse">{escape(point.flag_reason or "flagged")}</td>' if point.flagged
                        else '<td class="text"></td>')
-    return _table(headers, rows, align="r" * 8 + "l", css_class="sweep")
+    return _table(headers, rows, align="r" * 8 + "l", css_class="sweep") + _turns_table(arm)
+
+
+def _turns_table(arm: ArmData) -> str:
+    """A bench run on a suite with multi-turn sessions: TTFT, ITL, acceptance and prefix-cache hits per turn."""
+    rows = [[str(p.concurrency), str(row["turn"]), f"{row['ok']} / {row['requests']}", number(row["ttft_ms_p50"]),
+             number(row["itl_ms_p50"], ",.2f"), number(row["accept_length"], ".2f"),
+             number(row["prompt_tokens_mean"], ",.0f"), number(row["cached_tokens_mean"], ",.0f"),
+             "–" if row["cache_hit_share"] is None else f"{row['cache_hit_share']:.0%}"]
+            for p in arm.points for row in p.turns]
+    if not rows:
+        return ""
+    table = _table(["concurrency", "turn", "ok / sent", "TTFT p50 (ms)", "ITL p50 (ms)", "acceptance length",
+                    "prompt tokens", "cached tokens", "cache hit"], rows, css_class="per-turn")
+    return ("<h3>Per turn (multi-turn sessions: each later turn sent after the server's actual answer)</h3>"
+            f"{table}<p class=\"note\">Cached tokens: prompt tokens the server's prefix cache served, as it reports "
+            "them per request; – where it does not.</p>")
 
 
 def _recommendation_section(data: ReportData) -> str:

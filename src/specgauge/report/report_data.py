@@ -52,6 +52,7 @@ class ArmPoint:
     flagged: bool
     flag_reason: str | None
     load_warnings: tuple[str, ...] = ()    # what limited the point besides its setting (analysis/saturation.py)
+    turns: tuple[dict, ...] = ()            # multi-turn sessions: figures per turn index (analysis/turns.py)
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,8 @@ def _point(point: PointRow) -> ArmPoint | None:
                     ttft_ms=dict(doc["ttft_ms"]), tpot_ms=dict(doc["tpot_ms"]),
                     accept_length=doc["accept_length"], num_ok=doc["num_ok"] or 0,
                     num_errors=doc["num_errors"] or 0, flagged=bool(doc["flagged"]),
-                    flag_reason=doc["flag_reason"], load_warnings=tuple(doc.get("load_warnings") or ()))
+                    flag_reason=doc["flag_reason"], load_warnings=tuple(doc.get("load_warnings") or ()),
+                    turns=tuple(doc.get("turns") or ()))
 
 
 def _accept_by_domain(records: list[RequestRecord], measured: list[RequestRecord]

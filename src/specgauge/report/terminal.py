@@ -167,6 +167,8 @@ def run_notes(run: RunRow, points: list[PointRow]) -> list[str]:
               for warning in (point.aggregates or {}).get("load_warnings") or ()]
     lines += [f"note: {describe_point(point.spec)}: {workers_line(workers)}" for point in points
               if (workers := (point.aggregates or {}).get("workers"))]
+    lines += [f"note: {describe_point(point.spec)}: {note}" for point in points
+              for note in (point.aggregates or {}).get("session_notes") or ()]
     return lines
 
 

@@ -3,12 +3,13 @@ every column.
 
 Version 2 added the comparison tables (``comparisons``, ``comparison_runs``, ``baselines``), version 3
 the ``run_claims`` table (which process is running a run), version 4 the tune tables (``tunes``,
-``tune_runs``); an older store is migrated in place when opened (:data:`MIGRATIONS`).
+``tune_runs``), version 5 the per-turn columns of ``requests`` (``session_index``, ``turn_index``,
+``cached_tokens``); an older store is migrated in place when opened (:data:`MIGRATIONS`).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 RUN_STATUSES = ("running", "done", "failed", "interrupted")
 POINT_STATUSES = ("pending", "running", "done")
@@ -156,5 +157,14 @@ CREATE TABLE IF NOT EXISTS tune_runs (
 );
 """
 
+# Version 5: multi-turn sessions (load/sessions.py): a request's session slot and turn within the point
+# (NULL for a single request; its request_index is then session_index * 1000 + turn_index), and the
+# prompt tokens the server's prefix cache served, where the server reports it.
+DDL_V5 = """
+ALTER TABLE requests ADD COLUMN session_index INTEGER;
+ALTER TABLE requests ADD COLUMN turn_index INTEGER;
+ALTER TABLE requests ADD COLUMN cached_tokens INTEGER;
+"""
+
 # Applied in order to a store whose version is below the key.
-MIGRATIONS = {2: DDL_V2, 3: DDL_V3, 4: DDL_V4}
+MIGRATIONS = {2: DDL_V2, 3: DDL_V3, 4: DDL_V4, 5: DDL_V5}

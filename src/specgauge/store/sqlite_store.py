@@ -33,9 +33,11 @@ _PLAIN_FIELDS = (
     "spec_accept_length", "spec_accept_rate", "spec_correct_drafts", "spec_proposed_drafts",
     "status_code", "error_message", "server_request_id",
 )
+# Columns added by schema version 5 (read as None from an older store opened read-only).
+_V5_FIELDS = ("session_index", "turn_index", "cached_tokens")
 # Fields with their own encoding (see _record_values / _row_record).
 _ENCODED_FIELDS = ("chunk_times_ns", "chunk_tokens", "token_count_source", "error_class", "spec_accept_histogram")
-STORED_RECORD_FIELDS = frozenset(_PLAIN_FIELDS + _ENCODED_FIELDS)
+STORED_RECORD_FIELDS = frozenset(_PLAIN_FIELDS + _V5_FIELDS + _ENCODED_FIELDS)
 
 
 class StoreWriteError(UserError):
@@ -126,7 +128,7 @@ class PointRow:
     server_spec_after: Any
 
 
-_REQUEST_COLUMNS = (*_PLAIN_FIELDS, "num_chunks", "chunk_times", "chunk_tokens", "token_count_source",
+_REQUEST_COLUMNS = (*_PLAIN_FIELDS, *_V5_FIELDS, "num_chunks", "chunk_times", "chunk_tokens", "token_count_source",
                     "error_class", "spec_accept_histogram", "point_id", "segment")
 _INSERT_REQUEST = (f"INSERT INTO requests ({', '.join(_REQUEST_COLUMNS)}) "
                    f"VALUES ({', '.join('?' for _ in _REQUEST_COLUMNS)})")
@@ -136,6 +138,7 @@ def _record_values(record: RequestRecord, point_id: int, segment: int) -> tuple:
     """The INSERT parameters of one record, in ``_REQUEST_COLUMNS`` order (hot path: no dicts)."""
     return (
         *[getattr(record, name) for name in _PLAIN_FIELDS],
+        *[getattr(record, name) for name in _V5_FIELDS],
         len(record.chunk_times_ns),
         codec.encode_times(record.chunk_times_ns, record.t_send_ns),
         codec.encode_counts(record.chunk_tokens),
@@ -148,8 +151,10 @@ def _record_values(record: RequestRecord, point_id: int, segment: int) -> tuple:
 
 
 def _row_record(row: sqlite3.Row) -> RequestRecord:
+    keys = row.keys()
     return RequestRecord(
         **{name: row[name] for name in _PLAIN_FIELDS},
+        **{name: row[name] for name in _V5_FIELDS if name in keys},
         chunk_times_ns=codec.decode_times(row["chunk_times"], row["t_send_ns"]),
         chunk_tokens=codec.decode_counts(row["chunk_tokens"]),
         token_count_source=TokenCountSource(row["token_count_source"]),

@@ -74,14 +74,15 @@ def show_command(ref: str, first: int) -> None:
 @click.option("--version", "version", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--domain", default=None, help="Domain for every request (default: from the file, else 'general').")
 @click.option("--format", "fmt", default="auto", show_default=True,
-              type=click.Choice(["auto", "jsonl", "sharegpt", "mtbench", "specbench", "parquet", "arrow",
-                                 "datasets", "csv"]))
+              type=click.Choice(["auto", "jsonl", "sharegpt", "mtbench", "specbench", "speedbench", "parquet",
+                                 "arrow", "datasets", "csv"]))
 @click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(min=1),
               help="max_tokens for records that do not set one.")
 @click.option("--output", default=None, type=click.Path(dir_okay=False), help="Default: NAME@VERSION.jsonl here.")
 def import_command(file: str, name: str, version: int, domain: str | None, fmt: str, max_tokens: int,
                    output: str | None) -> None:
-    """Import a local prompt file (JSONL, ShareGPT, MT-bench, Spec-Bench, parquet, arrow, datasets dir, CSV)."""
+    """Import a local prompt file (JSONL, ShareGPT, MT-bench, Spec-Bench, SPEED-Bench, parquet, arrow, datasets dir,
+    CSV); an entry with several turns becomes a multi-turn session."""
     from specgauge.output_paths import check_output_file, check_suite_name
     from specgauge.suites.importers import import_suite
     from specgauge.suites.model import write_suite_jsonl

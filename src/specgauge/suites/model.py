@@ -26,8 +26,16 @@ class ChatMessage(BaseModel):
     content: str
 
 
+MAX_SESSION_TURNS = 999   # turns a session may have (the store numbers turn t of session s as s * 1000 + t)
+
+
 class SuiteRequest(BaseModel):
-    """One benchmark request: chat ``messages`` or a raw ``prompt`` (exactly one of them)."""
+    """One benchmark request: chat ``messages`` or a raw ``prompt`` (exactly one of them).
+
+    A request with ``next_turns`` is a multi-turn *session*: ``messages`` is its first turn; each
+    later turn is one message (a user question, or a tool result for an agent) that the load runner
+    appends after the server's actual answer to the turn before (:mod:`specgauge.load.sessions`).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -37,6 +45,7 @@ class SuiteRequest(BaseModel):
     domain: str = Field(default="general", min_length=1)
     source: str = "builtin"
     notes: str | None = None
+    next_turns: tuple[ChatMessage, ...] | None = None   # a session's later turns, in order
 
     @model_validator(mode="after")
     def _one_of_messages_or_prompt(self) -> "SuiteRequest":
@@ -48,7 +57,19 @@ class SuiteRequest(BaseModel):
             raise ValueError("'prompt' is empty")
         if self.messages is not None and not any(m.content.strip() for m in self.messages):
             raise ValueError("every message's 'content' is empty")
+        if self.next_turns is not None:
+            if self.messages is None:
+                raise ValueError("'next_turns' needs 'messages' (a session is a chat)")
+            if not self.next_turns or len(self.next_turns) + 1 > MAX_SESSION_TURNS:
+                raise ValueError(f"'next_turns' must hold 1 to {MAX_SESSION_TURNS - 1} messages")
+            if any(m.role not in ("user", "tool") or not m.content.strip() for m in self.next_turns):
+                raise ValueError("each of 'next_turns' must be a non-empty 'user' or 'tool' message")
         return self
+
+    @property
+    def num_turns(self) -> int:
+        """Turns the request sends: 1, or 1 + its ``next_turns`` for a session."""
+        return 1 + len(self.next_turns or ())
 
     def canonical(self) -> dict:
         """The request as plain JSON data, omitting unset optional fields."""
@@ -89,6 +110,11 @@ class Suite(BaseModel):
         """sha256 of the canonical JSON of the requests (name, version and mix excluded)."""
         body = json.dumps([r.canonical() for r in self.requests], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+    @property
+    def has_sessions(self) -> bool:
+        """Whether any request is a multi-turn session (the runner then sends every request as one)."""
+        return any(r.next_turns for r in self.requests)
 
     def domains(self) -> list[str]:
         """The distinct domain tags, sorted."""

@@ -67,6 +67,11 @@ class Script:
     content chunk; ``openai_extra`` adds top-level fields to the final usage chunk; ``tool_calls``
     streams the chat output as tool-call arguments.
 
+    Conversations: ``unique_answers`` starts every answer with ``<req-N>`` (N the server's request
+    number), so a test can see which answer a later turn's history carries; ``prefix_cache`` reports
+    prefix-cache hits as vLLM and SGLang do (``usage.prompt_tokens_details.cached_tokens``, SGLang's
+    ``meta_info.cached_tokens``): the longest word prefix the prompt shares with any earlier prompt.
+
     Faults (``fault``): hang (no headers ever), http_error (``status`` + ``error_body``), not_sse
     (200 JSON body), malformed_json / cut / stall / error_event (``{"error": ...}``) /
     typed_error_event (``event: error``) / abort (SGLang) after ``fault_after_chunks`` chunks, empty (only ``[DONE]``),
@@ -92,6 +97,8 @@ class Script:
     usage_per_chunk: bool = False
     tool_calls: bool = False
     openai_extra: dict = field(default_factory=dict)
+    unique_answers: bool = False
+    prefix_cache: bool = False
     fault: str | None = None
     fault_after_chunks: int = 2
     status: int = 500
@@ -291,6 +298,7 @@ class ScriptedServer:
         self.paths_seen: list[str] = []        # every request's path, in order
         self.owned_by = owned_by               # /v1/models "owned_by" ("vllm" makes it look like vLLM)
         self.headers_seen: list[dict[str, str]] = []
+        self._prompt_words: list[list[str]] = []   # every prompt so far (the scripted prefix cache)
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -371,6 +379,20 @@ class ScriptedServer:
         self._count += 1
         return f"req-{self._count}"
 
+    def _cached_words(self, prompt: str) -> int:
+        """The longest word prefix ``prompt`` shares with an earlier prompt (then remembered)."""
+        words = prompt.split()
+        best = 0
+        for earlier in self._prompt_words:
+            shared = 0
+            for a, b in zip(words, earlier):
+                if a != b:
+                    break
+                shared += 1
+            best = max(best, shared)
+        self._prompt_words.append(words)
+        return best
+
     def _script_for(self, prompt: str) -> Script:
         match = FAULT_MARKER.search(prompt)
         if match:
@@ -422,6 +444,7 @@ class ScriptedServer:
     async def _stream_body(self, stream: _Stream, script: Script, truth: TruthRecord, api: str, body: dict,
                            t_recv: int, include_usage: bool) -> None:
         prompt_tokens = len(_prompt_of(body).split())
+        cached = self._cached_words(_prompt_of(body)) if script.prefix_cache else None
         if script.comments:
             await stream.write_raw(b": connected\n\n")
         if script.fault == "empty":
@@ -446,17 +469,21 @@ class ScriptedServer:
             text = script.token_text * tokens
             if chunk == 0 and script.big_event_bytes:
                 text = "x" * script.big_event_bytes
+            if chunk == 0 and script.unique_answers:
+                text = f"<{truth.request_id}> " + text
             produced += tokens
             cumulative_text += text
             last = chunk == script.num_chunks - 1 and script.fault != "no_done"
             payload = self._payload(api, truth.request_id, text, cumulative_text, produced, prompt_tokens,
-                                    last, script, include_usage)
+                                    last, script, include_usage, cached)
             await stream.event(payload, tokens)
         if script.fault == "no_done":
             return
         if api != "sglang" and include_usage:
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": produced,
                      "total_tokens": prompt_tokens + produced}
+            if cached is not None:
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
             final = {"id": truth.request_id, "object": "chat.completion.chunk", "choices": [], "usage": usage}
             final.update(script.openai_extra)
             await stream.event(orjson.dumps(final), None)
@@ -498,10 +525,13 @@ class ScriptedServer:
             raise ConnectionResetError("scripted cut")
 
     def _payload(self, api: str, request_id: str, text: str, cumulative_text: str, produced: int,
-                 prompt_tokens: int, last: bool, script: Script, include_usage: bool) -> bytes:
+                 prompt_tokens: int, last: bool, script: Script, include_usage: bool,
+                 cached: int | None = None) -> bytes:
         if api == "sglang":
             meta = {"id": request_id, "prompt_tokens": prompt_tokens, "completion_tokens": produced,
                     "finish_reason": {"type": "length", "length": produced} if last else None}
+            if cached is not None:
+                meta["cached_tokens"] = cached
             meta.update(script.sglang_meta)
             shown = cumulative_text if script.sglang_text == "cumulative" else text
             return orjson.dumps({"text": shown, "meta_info": meta, "index": 0})

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
-from specgauge.cli_options import (CommaList, db_option, request_count_options, secret_options, verify_option,
-                                   warmup_option)
+from specgauge.cli_options import (CommaList, db_option, request_count_options, secret_options, think_time_options,
+                                   verify_option, warmup_option)
 from specgauge.client.endpoint import API_NAMES
 from specgauge.tokenizer_option import TokenizerPath
+from specgauge.load.length_band_option import context_lengths_option
 
 DEFAULT_DEPTHS = "0,1,2,3,5"
 
@@ -30,18 +31,6 @@ def _url_arms(ctx, param, values):
     return arms
 
 
-def _context_bands(ctx, param, value):
-    """``1-128,129-384`` → ((1, 128), (129, 384)) (``tune.bands.parse_bands``)."""
-    if value is None or isinstance(value, tuple):
-        return value
-    from specgauge.tune.bands import parse_bands
-
-    try:
-        return parse_bands(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-
-
 @click.command("tune")
 @click.option("--depths", type=CommaList(int, low=0, unique_sorted=True), default=DEFAULT_DEPTHS, show_default=True,
               help="candidate draft depths (0 = no speculation)")
@@ -61,10 +50,9 @@ def _context_bands(ctx, param, value):
 @click.option("--url", "urls", multiple=True, callback=_url_arms, metavar="K=URL",
               help="an already running server of depth K (repeat for every depth); schedule=URL: one running the "
                    "schedule, for --verify")
-@click.option("--context-lengths", "bands", callback=_context_bands, metavar="LO-HI,...",
-              help="also measure at each prompt-length band (inclusive prompt tokens as served, e.g. 1-128,129-384): "
-                   "the suite's prompts of that length, else length-exact synthetic ones; the schedule gets vLLM's "
-                   "5-item context form")
+@context_lengths_option("also measure at each prompt-length band (inclusive prompt tokens as served, e.g. "
+                        "1-128,129-384): the suite's prompts of that length, else length-exact synthetic ones; the "
+                        "schedule gets vLLM's 5-item context form", name="bands")
 @click.option("--tokenizer", metavar="PATH", type=TokenizerPath(),
               help="tokenizer.json (or a shipped model's name) counting prompt tokens for --context-lengths "
                    "(default: the server's own)")
@@ -74,6 +62,7 @@ def _context_bands(ctx, param, value):
 @click.option("--max-tokens", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @warmup_option
+@think_time_options
 @click.option("--min-rounds", type=click.IntRange(min=1), default=2, show_default=True,
               help="rounds of every cell before measuring only where the choice is uncertain")
 @click.option("--max-rounds", type=click.IntRange(min=1), default=4, show_default=True)
@@ -151,7 +140,8 @@ def tune_command(**options) -> None:
                     verify_rounds=options["verify_rounds"], engine_args=options["engine_args"], algorithm=algorithm,
                     max_batch_size=options["max_batch_size"], start_timeout_s=options["start_timeout"],
                     model=options["model"], bands=options["bands"] or (), tokenizer=options["tokenizer"],
-                    schedule_template=schedule_template, schedule_url=schedule_url)
+                    schedule_template=schedule_template, schedule_url=schedule_url,
+                    think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     say = lambda text: click.echo(f"tune: {text}", err=True)  # noqa: E731
     from specgauge.report.tune_report import load_tune_report
     from specgauge.tune.stored import plan_document, store_tune, tune_stopped_marked

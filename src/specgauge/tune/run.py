@@ -9,7 +9,7 @@ once (embedded engines, URLs) the arms alternate point by point; launch commands
 time per round, the order rotating by round.
 
 With context bands (``plan.bands``) a cell is a concurrency level and a band, each band with its
-own prompts (``tune.bands``), prepared once from the first server up (its tokenizer and context).
+own prompts (``load.length_bands``), prepared once from the first server up (its tokenizer and context).
 
 Adaptive: ``min_rounds`` rounds of every cell, then a further round only of the cells whose
 choice is uncertain (``choice.choose_cell``), up to ``max_rounds``. The time used is reported
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from specgauge.errors import UserError
-from specgauge.tune.bands import BandSuite, band_label, build_band_suites, check_fit
+from specgauge.load.length_bands import BandSuite, band_label, build_band_suites, check_fit
 from specgauge.load.bench import close_run, open_run, run_point_at
 from specgauge.load.bench_config import BenchConfig
 from specgauge.store import Store
@@ -66,6 +66,8 @@ class TunePlan:
     tokenizer: str | None = None              # counts band prompts (else the server's own)
     schedule_template: str | None = None      # --verify of command arms: the schedule's launch command
     schedule_url: str | None = None           # --verify of URL arms: a server running the schedule
+    think_time_ms: float = 0.0                # multi-turn sessions: pause before each later turn (load/sessions.py)
+    think_time_distribution: str = "fixed"
 
     api_key: str | None = None           # --api-key, --header: sent with every request, never stored
     headers: tuple[tuple[str, str], ...] = ()
@@ -138,7 +140,7 @@ class TuneResult:
 
 class BandPrompts:
     """The bands' prompt suites, built once from the first server that answers (its tokenizer
-    and context; ``tune.bands``): empty without bands."""
+    and context; ``load.length_bands``): empty without bands."""
 
     def __init__(self, plan: TunePlan, store: Store, say: Callable[[str], None]) -> None:
         self._plan, self._store, self._say = plan, store, say
@@ -173,7 +175,8 @@ def _bench_config(plan: TunePlan, url: str, cell: Cell, suites: dict) -> BenchCo
     return BenchConfig(url=url, api=plan.api, suite=suite, concurrency=(cell.concurrency,),
                        num_requests=plan.requests_at(cell.concurrency), warmup=plan.warmup, seed=plan.seed,
                        max_tokens=plan.max_tokens, model=plan.model, tokenizer_path=plan.tokenizer,
-                       api_key=plan.api_key, headers=plan.headers)
+                       api_key=plan.api_key, headers=plan.headers,
+                       think_time_ms=plan.think_time_ms, think_time_distribution=plan.think_time_distribution)
 
 
 async def _point(plan: TunePlan, store: Store, label: str, url: str, cell: Cell, round_number: int,

@@ -75,11 +75,24 @@ def copy_spec_fields(src: dict, record: RequestRecord) -> None:
 
 
 def copy_token_counts(src: dict, record: RequestRecord) -> int | None:
-    """``prompt_tokens`` and (cumulative) ``completion_tokens`` from OpenAI ``usage`` or SGLang
-    ``meta_info``; returns the completion count (None when absent)."""
+    """``prompt_tokens``, prefix-cache hits and (cumulative) ``completion_tokens`` from OpenAI
+    ``usage`` or SGLang ``meta_info``; returns the completion count (None when absent).
+
+    Prefix-cache hits: SGLang's ``/generate`` puts ``cached_tokens`` in every ``meta_info``
+    (``python/sglang/srt/managers/tokenizer_manager.py``, 2f14d6c); the OpenAI routes carry
+    ``usage.prompt_tokens_details.cached_tokens`` — vLLM only when started with
+    ``--enable-prompt-tokens-details`` (``_make_prompt_tokens_details`` in
+    ``vllm/entrypoints/openai/chat_completion/serving.py``), SGLang only with ``--enable-cache-report``
+    and then only when non-zero (``python/sglang/srt/entrypoints/openai/usage_processor.py``)."""
     prompt = src.get("prompt_tokens")
     if prompt is not None:
         record.prompt_tokens = prompt
+    cached = src.get("cached_tokens")
+    details = src.get("prompt_tokens_details")
+    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+        cached = details["cached_tokens"]
+    if isinstance(cached, int) and not isinstance(cached, bool):
+        record.cached_tokens = cached
     completion = src.get("completion_tokens")
     if completion is not None:
         record.output_tokens = completion

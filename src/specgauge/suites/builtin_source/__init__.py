@@ -4,7 +4,7 @@ The shipped ``suites/builtin/NAME@VERSION.jsonl`` files must equal what :func:`r
 test checks it). Changing a prompt here changes its suite's hash: give the changed suite a new version
 (add ``NAME@2`` beside ``NAME@1``) rather than editing a released file. Released versions: every domain
 suite and ``mixed`` at 1 (from the modules in :data:`DOMAIN_MODULES`); ``agentic@2`` (from
-:mod:`.agentic_v2`).
+:mod:`.agentic_v2`); ``sessions@1``, multi-turn sessions (from :mod:`.sessions`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import io
 import json
 from pathlib import Path
 
-from specgauge.suites.builtin_source import agentic, agentic_v2, chat, coding, encyclopedic, reasoning
+from specgauge.suites.builtin_source import agentic, agentic_v2, chat, coding, encyclopedic, reasoning, sessions
 from specgauge.suites.model import Suite
 
 DOMAIN_MODULES = (coding, agentic, reasoning, encyclopedic, chat)
@@ -28,9 +28,9 @@ def domain_suites() -> list[Suite]:
 
 
 def newer_suites() -> list[Suite]:
-    """The suites released after version 1: ``agentic@2``."""
-    return [Suite(name=agentic_v2.NAME, version=agentic_v2.VERSION, description=agentic_v2.DESCRIPTION,
-                  requests=tuple(agentic_v2.requests()))]
+    """The suites released after version 1: ``agentic@2``, ``sessions@1``."""
+    return [Suite(name=m.NAME, version=m.VERSION, description=m.DESCRIPTION, requests=tuple(m.requests()))
+            for m in (agentic_v2, sessions)]
 
 
 def mixed_suite(suites: list[Suite]) -> Suite:

@@ -25,13 +25,19 @@ class ImportDefaults:
 
 
 def request_from_record(record: Any, where: str, defaults: ImportDefaults, flavor: str = "generic") -> SuiteRequest:
-    """One request from ``record``: ``messages`` | ``conversations`` (ShareGPT) | ``turns`` (MT-/Spec-Bench)
-    | ``prompt``. ``flavor`` is ``generic``, ``mtbench`` or ``specbench`` (how ``category`` becomes the domain).
+    """One request from ``record``: ``messages`` | ``conversations`` (ShareGPT) | ``turns`` (MT-/Spec-Bench;
+    more than one turn makes a multi-turn session) | ``prompt``. ``flavor`` is ``generic``, ``mtbench`` or
+    ``specbench`` (how ``category`` becomes the domain).
 
     A trailing assistant reply is dropped and sets ``max_tokens`` (about 4 characters a token)."""
     if not isinstance(record, dict):
         raise UserError(f"{where}: expected an object, got {type(record).__name__}")
+    if flavor in ("mtbench", "specbench") and record.get("turns") is None:
+        keys = ", ".join(sorted(map(str, record))) or "nothing"
+        raise UserError(f"{where}: not an {'MT-bench' if flavor == 'mtbench' else 'Spec-Bench'} question "
+                        f"(needs 'turns'; found: {keys})")
     messages: list[ChatMessage] | None = None
+    next_turns: tuple[ChatMessage, ...] | None = None
     prompt: str | None = None
     max_tokens = record.get("max_tokens")
     if record.get("messages") is not None or record.get("conversations") is not None:
@@ -43,11 +49,7 @@ def request_from_record(record: Any, where: str, defaults: ImportDefaults, flavo
         if not any(m.role != "assistant" and m.content.strip() for m in messages):
             raise UserError(f"{where}: no user or system message to send")
     elif record.get("turns") is not None:
-        turns = record["turns"]
-        if not isinstance(turns, list) or not turns or not isinstance(turns[0], str) or not turns[0].strip():
-            raise UserError(f"{where}: 'turns' must be a non-empty list of strings")
-        # Later turns need the model's own answer to the first, so only the first turn is sent.
-        messages = [ChatMessage(role="user", content=turns[0])]
+        messages, next_turns = session_turns(record["turns"], where)
     elif record.get("prompt") is not None:
         prompt = record["prompt"]
         if not isinstance(prompt, str) or not prompt.strip():
@@ -62,7 +64,18 @@ def request_from_record(record: Any, where: str, defaults: ImportDefaults, flavo
         domain=defaults.domain or _domain(record, flavor),
         source=str(record.get("source") or defaults.source),
         notes=_notes(record, flavor),
+        next_turns=next_turns,
     )
+
+
+def session_turns(turns: Any, where: str) -> tuple[list[ChatMessage], tuple[ChatMessage, ...] | None]:
+    """``turns`` (MT-bench, Spec-Bench, SPEED-Bench: every turn a user turn of one conversation) as the
+    first turn's messages and the later turns; the later ones are sent each after the server's actual
+    answer to the one before (a multi-turn session, load/sessions.py)."""
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
+        raise UserError(f"{where}: 'turns' must be a non-empty list of non-empty strings")
+    later = tuple(ChatMessage(role="user", content=t) for t in turns[1:])
+    return [ChatMessage(role="user", content=turns[0])], later or None
 
 
 def _domain(record: dict, flavor: str) -> str:
@@ -82,7 +95,7 @@ def _notes(record: dict, flavor: str) -> str | None:
         parts = [f"{flavor} question {record.get('question_id', '?')}", f"category {record.get('category', '?')}"]
         turns = record.get("turns") or []
         if len(turns) > 1:
-            parts.append(f"{len(turns) - 1} later turn(s) not sent")
+            parts.append(f"a session of {len(turns)} turns, each after the previous answer")
         return "; ".join(parts)
     return None
 

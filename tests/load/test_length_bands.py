@@ -7,7 +7,7 @@ import pytest
 
 from specgauge.errors import UserError
 from specgauge.suites.model import Suite, SuiteRequest
-from specgauge.tune.bands import build_band_suites, check_fit, parse_bands, suite_band_requests
+from specgauge.load.length_bands import build_band_suites, check_fit, parse_bands, suite_band_requests
 
 TOKENIZER = str(Path(__file__).resolve().parents[2] / "src" / "specgauge" / "assets" / "target" / "tokenizer.json")
 

@@ -1,4 +1,5 @@
-"""Context-length bands of a tune (``--context-lengths``): their syntax, their fit, their prompts.
+"""Context-length bands (``tune --context-lengths``, ``compare --context-lengths``): their syntax, their
+fit, their prompts.
 
 A band ``LO-HI`` is the prompts of LO to HI tokens (inclusive) as the server sees them — the
 prompt rendered the way it reaches the model (the chat template applied on a chat API), counted
@@ -131,6 +132,6 @@ def build_band_suites(suite_name: str, bands: tuple[tuple[int, int], ...], *, to
         requests = tuple(r.model_copy(update={"max_tokens": max_tokens}) for r in chosen)
         derived = Suite(name=f"{suite.name if source != 'synthetic' else 'random'}-ctx{band[0]}-{band[1]}",
                         requests=requests,
-                        description=f"prompts of {band_label(band)} tokens as served ({source}) for specgauge tune")
+                        description=f"prompts of {band_label(band)} tokens as served ({source}) for --context-lengths")
         result.append(BandSuite(band, write_derived_suite(derived, work_dir), source, len(requests)))
     return tuple(result)
