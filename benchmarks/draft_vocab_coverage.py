@@ -34,7 +34,7 @@ def greedy_tokens(engine: Engine, prompt: list[int], tokens: int) -> list[int]:
     """One request alone, greedy, ``tokens`` tokens whatever EOS says."""
     engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0, ignore_eos=True),
                   lambda event: None)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     out: list[int] = []
     while engine.scheduler.has_work:
         for update in engine.step():

@@ -37,7 +37,7 @@ def engine_decode(engine: Engine, prompt: list[int], tokens: int) -> tuple[float
             out.append(event.matched_stop)   # the EOS that stopped it, as generate() returns it
 
     engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), sink)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     engine.step()
     steps = []
     while engine.scheduler.has_work:

@@ -65,7 +65,7 @@ def decode_steps(engine: Engine, prompt: list[int], tokens: int) -> list[tuple[f
     try:
         engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0, ignore_eos=True),
                       lambda event: None)
-        engine._drain_inbox(block=False)
+        engine.drain_inbox(block=False)
         engine.step()  # prefill + first token
         steps = []
         while engine.scheduler.has_work:

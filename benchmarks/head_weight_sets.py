@@ -85,7 +85,7 @@ def decode_ab(model: str, contexts: list[int], streams: int, prompts: int, token
         for i, prompt in enumerate(batch_prompts):
             engine.submit(f"r{i}", prompt, SamplingParams(max_tokens=tokens, temperature=0.0, ignore_eos=True),
                           lambda event: None)
-        engine._drain_inbox(block=False)
+        engine.drain_inbox(block=False)
         while engine.scheduler.has_work:
             engine.step()
 

@@ -104,7 +104,7 @@ class ClosedLoop:
         while not self.done and time.perf_counter() < until:
             begin = time.perf_counter()
             counting = self.window == "open"
-            self.engine._drain_inbox(block=False)
+            self.engine.drain_inbox(block=False)
             updates = self.engine.step()
             for update in updates:
                 if not update.finished:

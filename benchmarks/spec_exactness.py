@@ -53,7 +53,7 @@ def generate(engine: Engine, prompts: list[list[int]], tokens: int, batch: int) 
     for start in range(0, len(prompts), batch):
         for i in range(start, min(start + batch, len(prompts))):
             engine.submit(f"r{i}", prompts[i], params, lambda event: None)
-        engine._drain_inbox(block=False)
+        engine.drain_inbox(block=False)
         while engine.scheduler.has_work:
             for update in engine.step():
                 outputs.setdefault(update.request.request_id, []).extend(update.new_token_ids)

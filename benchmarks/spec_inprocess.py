@@ -88,7 +88,7 @@ def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, 
     tokens and steps (tokens per step = the request's acceptance length after its first token),
     and the seconds to the first token (the prefill's steps)."""
     engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), lambda event: None)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     submitted = time.perf_counter()
     while engine.scheduler.has_work and not any(update.new_token_ids for update in engine.step()):
         pass  # prefill chunks, then the first token

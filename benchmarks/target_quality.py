@@ -58,7 +58,7 @@ def continue_greedily(engine: Engine, prompt: list[int], tokens: int) -> tuple[l
     """One request alone: its output tokens and its decode tok/s after the first step."""
     out: list[int] = []
     engine.submit("q", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), lambda event: None)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     for update in engine.step():  # prefill + first token
         out += update.new_token_ids
     started, count = time.perf_counter(), 0

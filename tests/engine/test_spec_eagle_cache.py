@@ -64,7 +64,7 @@ def test_cached_drafts_equal_the_whole_sequence_head_across_an_off_period(tiny_m
     params = SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)
     for i, text in enumerate(domain_prompts(6)):
         engine.submit(f"r{i}", engine.tokenizer.encode(text), params, lambda event: None)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     steps = 0
     while engine.scheduler.has_work:
         # off for steps 4..9: features pile up, the next catch-up covers them all
@@ -113,7 +113,7 @@ def test_one_stream_drafts_on_a_view_of_the_pool_as_the_whole_sequence_head_does
     text = domain_prompts(1)[0]
     engine.submit("alone", engine.tokenizer.encode(text), SamplingParams(max_tokens=40, temperature=0.0,
                                                                          ignore_eos=True), lambda event: None)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     while engine.scheduler.has_work:
         engine.step()
     assert views and all(views)
@@ -130,9 +130,9 @@ def test_a_chain_stops_after_an_unsure_draft_token(tiny_model_dir, head_dir):
     sure, unsure = torch.tensor([0.0, 5.0, 0.0]), torch.tensor([1.0, 1.1, 1.0])  # max prob 0.99 vs 0.36
     logits = torch.stack([sure, unsure, sure])
     # rows are the live chains 0, 2, 3; the unsure one (chain 2) stops at this length, the others go on
-    assert drafter._stop_unsure([4, 4, 4, 3], [0, 2, 3], logits, 2) == [4, 4, 2, 3]
+    assert drafter.stop_unsure([4, 4, 4, 3], [0, 2, 3], logits, 2) == [4, 4, 2, 3]
     drafter.min_draft_prob = 0.0  # off: every chain keeps its k
-    assert drafter._stop_unsure([4, 4], [0, 1], logits[:2], 1) == [4, 4]
+    assert drafter.stop_unsure([4, 4], [0, 1], logits[:2], 1) == [4, 4]
 
 
 def test_a_request_with_no_room_to_draft_counts_in_the_yield_of_k(tiny_model_dir, head_dir):
@@ -146,7 +146,7 @@ def test_a_request_with_no_room_to_draft_counts_in_the_yield_of_k(tiny_model_dir
     prompts = [engine.tokenizer.encode(text) for text in domain_prompts(2)]
     engine.submit("short", prompts[0], SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True), lambda e: None)
     engine.submit("long", prompts[1], SamplingParams(max_tokens=40, temperature=0.0, ignore_eos=True), lambda e: None)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     engine.step()  # both prefill; each has 1 token
     observed, reports = [], []
     engine.controller.costs.add_yield = lambda k, proposed, accepted: observed.append((proposed, accepted))
@@ -179,7 +179,7 @@ def test_causal_mask_rows_from_the_table_and_past_it(tiny_model_dir, head_dir, m
 
     monkeypatch.setattr(eagle3_drafter, "CAUSAL_TABLE_MAX", 96)
     for first, count, keys in ((0, 3, 16), (10, 4, 32), (70, 6, 80), (90, 6, 96), (93, 5, 112), (200, 2, 208)):
-        assert torch.equal(drafter._causal_rows(first, count, keys), expected(first, count, keys)), (first, count, keys)
+        assert torch.equal(drafter.causal_rows(first, count, keys), expected(first, count, keys)), (first, count, keys)
     assert drafter._causal.shape == (96, 96)  # grown to the cap, never past it
 
 
@@ -207,7 +207,7 @@ def test_a_long_prompt_is_caught_up_and_drafted_on_whatever_tokens_are_left(tiny
     drafter.propose = recording
     engine.submit("long", prompt, SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True),
                   lambda event: None)
-    engine._drain_inbox(block=False)
+    engine.drain_inbox(block=False)
     while engine.scheduler.has_work:
         engine.step()
     assert skipped == set() and any(drafted)  # some step drafted for it

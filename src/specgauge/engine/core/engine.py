@@ -308,7 +308,7 @@ class Engine:
     def _loop(self) -> None:
         while not self._stopping.is_set():
             try:
-                self._drain_inbox(block=not self.scheduler.has_work)
+                self.drain_inbox(block=not self.scheduler.has_work)
                 if self.scheduler.has_work:
                     for update in self.step():
                         self._emit(update.request, update.text_delta, update.new_token_ids, update.finished)
@@ -320,7 +320,10 @@ class Engine:
         self._fail_all("server shutting down")
         self._flush()
 
-    def _drain_inbox(self, block: bool) -> None:
+    def drain_inbox(self, block: bool) -> None:
+        """Apply what other threads sent (submit, abort, call) to the scheduler. The engine thread
+        calls it between steps; a caller that steps the engine itself (``step``, no thread) calls it
+        to admit what it submitted. ``block``: wait up to 0.5 s for the first command."""
         try:
             item = self._inbox.get(timeout=0.5) if block else self._inbox.get_nowait()
         except queue.Empty:

@@ -56,7 +56,7 @@ from specgauge.engine.speculative.tree import DraftTree, Proposal
 CATCH_UP_BUDGET = 1024  # draft pairs caught up per step at most (across requests)
 CATCH_UP_PER_TOKEN_LEFT = 4  # a backlog longer than this many pairs per token still to generate is not caught up
 CATCH_UP_MIN = 64  # … unless it is at most this long
-CAUSAL_TABLE_MAX = 1024  # positions the drafter's causal-mask table covers at most (``_causal_rows``)
+CAUSAL_TABLE_MAX = 1024  # positions the drafter's causal-mask table covers at most (``causal_rows``)
 
 
 @dataclass
@@ -123,14 +123,14 @@ class Eagle3Drafter:
         # target id of every draft id (``draft_to_target`` as one lookup)
         self._target_ids = head.draft_to_target(torch.arange(cfg.draft_vocab_size, device=device))
         self._positions = torch.arange(num_positions, device=device)
-        self._causal = torch.zeros(0, 0, device=device)  # ``_causal_rows``' table, grown on demand
+        self._causal = torch.zeros(0, 0, device=device)  # ``causal_rows``' table, grown on demand
 
     @property
     def attention_dtype(self) -> torch.dtype:
         """The dtype of the head's K/V pool, masks and attention (set by the head's ``prepare_for_inference``)."""
         return self.head.attention_dtype
 
-    def _causal_rows(self, first: int, count: int, keys: int) -> torch.Tensor:
+    def causal_rows(self, first: int, count: int, keys: int) -> torch.Tensor:
         """Additive causal mask rows (count, keys) for query positions ``first``… of one sequence
         whose keys are its positions 0…keys−1: a view of a table grown on demand up to
         ``CAUSAL_TABLE_MAX`` positions (4 MB), made on the spot past that."""
@@ -231,7 +231,7 @@ class Eagle3Drafter:
         caught_up = sum(len(seg.tokens) for seg in segments)
         if not segments:
             return {}, 0
-        layout = lay_out(segments, self.blocks, self.device, self.attention_dtype, causal_rows=self._causal_rows)
+        layout = lay_out(segments, self.blocks, self.device, self.attention_dtype, causal_rows=self.causal_rows)
         flat = feats[0] if len(feats) == 1 else torch.cat(layout.in_layout_order(feats))  # (N, 3H)
         hidden, logits = self.head.forward_cached(layout.batch, self.cache, flat, fused=False)
         out = {}
@@ -241,7 +241,7 @@ class Eagle3Drafter:
                 out[i] = (hidden[offset + len(seg.tokens) - 1], logits[row])
         return out, caught_up
 
-    def _stop_unsure(self, ks: list[int], live, logits: torch.Tensor, length: int) -> list[int]:
+    def stop_unsure(self, ks: list[int], live, logits: torch.Tensor, length: int) -> list[int]:
         """Cut at ``length`` the chains (``live``: their indices, rows of ``logits``) whose newest
         draft token has a draft probability below ``min_draft_prob``: the target would likely
         reject the next tokens, and each costs a head forward (EAGLE-2's observation that draft
@@ -264,7 +264,7 @@ class Eagle3Drafter:
         first = torch.stack([logits for _, logits in roots])  # (B, Vd)
         columns = [self._d2t_map(first.argmax(-1))]  # each (B,)
         features = torch.stack([feature for feature, _ in roots])  # (B, h) of the live chains
-        ks = self._stop_unsure(list(ks), range(len(ks)), first, 1)
+        ks = self.stop_unsure(list(ks), range(len(ks)), first, 1)
         if max(ks) > 1:
             chain = self._chain_context(requests, max(ks) - 1)
             live = list(range(len(requests)))
@@ -281,7 +281,7 @@ class Eagle3Drafter:
                 tokens = columns[-1] if rows is None else columns[-1].index_select(0, rows)
                 features, logits = self._chain_step(chain, step - 1, tokens, features)
                 picked = self._d2t_map(logits.argmax(-1))  # (live,)
-                ks = self._stop_unsure(ks, live, logits, step + 1)
+                ks = self.stop_unsure(ks, live, logits, step + 1)
                 if rows is not None:
                     picked = torch.zeros_like(columns[0]).index_copy_(0, rows, picked)
                 columns.append(picked)
@@ -311,7 +311,7 @@ class Eagle3Drafter:
             base = requests[0].draft_state.draft_len
             positions = self._positions[base:base + steps].unsqueeze(0)  # (1, S): step s at draft_len + s
             cos, sin = (rope.unsqueeze(0) for rope in self.head.rope_span(base, steps))  # (1, S, 1, D)
-            masks = self._causal_rows(base, steps, width * block).unsqueeze(0)  # (1, S, Tk)
+            masks = self.causal_rows(base, steps, width * block).unsqueeze(0)  # (1, S, Tk)
         else:
             base = torch.tensor([r.draft_state.draft_len for r in requests], dtype=torch.long, device=self.device)
             positions = base.unsqueeze(1) + self._positions[:steps]  # (B, S): step s at draft_len + s
