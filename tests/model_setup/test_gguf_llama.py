@@ -7,7 +7,8 @@ from specgauge.model_setup.gguf_llama import unpermute
 
 def llama_cpp_permute(weights: np.ndarray, heads: int) -> np.ndarray:
     """llama.cpp's convert_hf_to_gguf.py ``LlamaModel.permute`` (its Q/K row order for interleaved RoPE)."""
-    return weights.reshape(heads, 2, weights.shape[0] // heads // 2, *weights.shape[1:]).swapaxes(1, 2).reshape(weights.shape)
+    grouped = weights.reshape(heads, 2, weights.shape[0] // heads // 2, *weights.shape[1:])
+    return grouped.swapaxes(1, 2).reshape(weights.shape)
 
 
 def test_unpermute_inverts_llama_cpp_permute():

