@@ -24,7 +24,8 @@ def test_vllm_serves_the_4k_pair_on_agentic_transcripts_with_eagle3(tmp_path):
     with launched(argv, tmp_path / "logs") as server:
         before = metrics(server.url)
         result = specgauge("bench", server.url, "--api", "openai-chat", "--suite", "agentic", "--max-tokens", "32",
-                           "--num-requests", "4", "--concurrency", "1", "--warmup", "0", "--output-json", str(tmp_path / "bench.json"),
+                           "--num-requests", "4", "--concurrency", "1", "--warmup", "0",
+                           "--output-json", str(tmp_path / "bench.json"),
                            "--db", str(tmp_path / "b.db"))
         after = metrics(server.url)
     assert result.returncode == 0, result.stderr[-4000:]
