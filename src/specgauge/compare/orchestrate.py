@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 
 from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
+from specgauge.analysis.health import random_prompt_warnings
 from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning, StageRuns,
                                         SuiteInfo)
 from specgauge.compare.peer_flags import goodput_of
@@ -356,6 +357,7 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
     result = build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
                           comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
                           vllm_base_config=vllm_config)
+    result = result.model_copy(update={"health": result.health + random_prompt_warnings(list(suites.values()))})
     if not plan.goodput:
         return result
     return result.model_copy(update={"goodput": goodput_of(store, result, plan.goodput)})

@@ -270,8 +270,20 @@ def _result(plan: TunePlan, arms: list[TuneArm], points: list[PointMeasure], cho
     where = "concurrency" if not plan.bands else "concurrency@band"
     notes = [f"still uncertain after {plan.max_rounds} rounds at {where} {cell_label(c.cell)}: {c.why}"
              for c in choices if c.uncertain]
+    if (random_note := _random_prompts_note(plan, band_suites)) is not None:
+        notes.append(random_note)
     return TuneResult(tuple(choices), schedule, tuple(points), measured, full, rounds_by_cell, notes=tuple(notes),
                       band_suites=band_suites)
+
+
+def _random_prompts_note(plan: TunePlan, band_suites: tuple[BandSuite, ...]) -> str | None:
+    """The warning when the prompts measured (the bands' suites, else ``plan.suite``) hold random tokens."""
+    from specgauge.analysis.health import random_prompts_message
+    from specgauge.suites.registry import load_suite
+
+    suites = [load_suite(b.suite_ref) for b in band_suites] if band_suites else [load_suite(plan.suite)]
+    requests = [r for suite in suites for r in suite.requests]
+    return random_prompts_message(sum(r.source == "random" for r in requests), len(requests), "this tune")
 
 
 def best_fixed_depth(choices: tuple[CellChoice, ...]) -> int | None:
