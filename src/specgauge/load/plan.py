@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator, Literal
 
 from specgauge.client.endpoint import Endpoint, Timeouts  # re-exported: the runner's contract
+from specgauge.client.sampling import Sampling, request_seed
 from specgauge.errors import UserError
 
 __all__ = ["Endpoint", "Timeouts", "PointSpec", "PlannedRequest", "prompt_order", "iter_prompt_order",
@@ -45,6 +46,9 @@ class PointSpec:
     max_tokens: int | None = None
     temperature: float = 0.0
     ignore_eos: bool = False   # ask the server to generate every max_tokens token
+    top_p: float | None = None   # None: not sent (the server's default)
+    top_k: int | None = None
+    sampling_seed: int | None = None   # at temperature > 0, request i sends seed request_seed(this, i)
 
     def __post_init__(self) -> None:
         if self.mode == "closed":
@@ -71,6 +75,16 @@ class PointSpec:
             raise UserError(f"warm-up requests must be >= 0 (got {self.warmup_requests})")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UserError(f"max tokens must be >= 1 (got {self.max_tokens})")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise UserError(f"top-p must be in (0, 1] (got {self.top_p})")
+        if self.top_k is not None and self.top_k < -1:
+            raise UserError(f"top-k must be >= 1, or 0 or -1 for no cut (got {self.top_k})")
+
+    def sampling(self, request_index: int) -> Sampling:
+        """What request ``request_index`` asks of the sampler: its own seed only when it samples."""
+        seeded = self.sampling_seed is not None and self.temperature > 0
+        return Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+                        seed=request_seed(self.sampling_seed, request_index) if seeded else None)
 
     @property
     def pool_size(self) -> int:

@@ -86,7 +86,7 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
     async def one(item: PlannedRequest, scheduled_ns: int) -> None:
         record = await send_request(session, endpoint, suite.requests[item.prompt_index],
                                     request_index=item.request_index, prompt_index=item.prompt_index,
-                                    max_tokens=spec.max_tokens, temperature=spec.temperature,
+                                    max_tokens=spec.max_tokens, sampling=spec.sampling(item.request_index),
                                     scheduled_ns=scheduled_ns, timeouts=timeouts, ignore_eos=spec.ignore_eos)
         keep(guard.admit(record))
         if guard.suspect:
