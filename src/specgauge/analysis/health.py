@@ -241,6 +241,19 @@ def random_prompt_warnings(suites: Sequence) -> tuple[HealthWarning, ...]:
     return () if message is None else (HealthWarning(code="random_prompts", message=message),)
 
 
+def temperature_warnings(settings) -> tuple[HealthWarning, ...]:
+    """``temperature_not_measured``: ``--temperatures`` left out ``--temperature``, the one the sweep
+    and the recommendation ran at, so the per-domain table does not show it (``settings``:
+    :class:`~specgauge.analysis.results.CompareSettings`)."""
+    if not settings.temperatures or settings.temperature in settings.temperatures:
+        return ()
+    listed = ", ".join(f"{t:g}" for t in settings.temperatures)
+    return (HealthWarning(code="temperature_not_measured", message=(
+        f"the sweep and the recommendation ran at temperature {settings.temperature:g} (--temperature), which is "
+        f"not among the single-stream temperatures ({listed}): the per-domain speedups were not measured at the "
+        f"temperature the recommendation holds for; give --temperature as the one you serve at")),)
+
+
 def _weighted(bins: Sequence[PositionBin]) -> float:
     chunks = sum(b.chunks for b in bins)
     return sum(b.tokens_per_chunk * b.chunks for b in bins) / chunks

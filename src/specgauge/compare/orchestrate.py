@@ -108,7 +108,8 @@ class _Ledger:
         stage_progress = StageProgress(progress, arm, stage.name, phase)
         run_id = self.existing.get((stage.name, arm, round_number))
         if run_id is None:
-            run = await open_run(plan.bench_config(stage, url), store, stage_progress, placement=self.placement)
+            run = await open_run(plan.bench_config(stage, url, arm=arm, round_number=round_number), store,
+                                 stage_progress, placement=self.placement)
             self.add(store, comparison_id, stage.name, arm, round_number, run.run_id)
             return run
         self.runs.setdefault((stage.name, arm), []).append(run_id)
@@ -336,7 +337,8 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
                                     suite=SuiteInfo(name=suite.name, version=suite.version,
                                                     content_hash=suite.content_hash),
                                     baseline_run_ids=tuple(ledger.runs.get((stage.name, "baseline"), ())),
-                                    speculative_run_ids=tuple(ledger.runs.get((stage.name, "speculative"), ()))))
+                                    speculative_run_ids=tuple(ledger.runs.get((stage.name, "speculative"), ())),
+                                    temperature=stage.temperature))
     arms = []
     speculation, vllm_config = None, None
     for arm_config in (plan.baseline, plan.speculative):
@@ -353,6 +355,7 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
         api=plan.api, domains=plan.domains, concurrency=plan.concurrency,
         num_requests_single=plan.num_requests_single, num_requests_sweep=plan.num_requests_sweep,
         max_tokens=plan.max_tokens, seed=plan.seed, temperature=plan.temperature, warmup=plan.warmup,
+        temperatures=plan.temperatures, top_p=plan.top_p, top_k=plan.top_k,
         rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples)
     result = build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
                           comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
