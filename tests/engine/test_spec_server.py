@@ -75,6 +75,9 @@ def test_meta_info_openai_fields_and_counters_agree_with_the_stream(ngram_server
     assert sum(per_pos) == metric(text, "vllm:spec_decode_num_accepted_tokens_total")
     assert per_pos == sorted(per_pos, reverse=True)
     assert metric(text, "vllm:spec_decode_num_drafts_total") >= 1
+    by_length = [metric(text, f'vllm:spec_decode_num_drafts_by_draft_length_total{{draft_length="{k}"}}')
+                 for k in range(1, 5) if f'draft_length="{k}"' in text]
+    assert by_length and sum(by_length) == metric(text, "vllm:spec_decode_num_drafts_total")   # the depth that ran
     assert metric(text, "sglang:spec_accept_length") > 1
     assert metric(text, "sglang:spec_accept_rate") == pytest.approx(
         sum(m["spec_num_correct_drafts"] for m in metas) / sum(m["spec_num_proposed_drafts"] for m in metas))

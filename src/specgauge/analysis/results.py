@@ -271,7 +271,7 @@ class Losslessness(_Frozen):
 class HealthWarning(_Frozen):
     code: Literal["accept_length_one", "chunks_disagree_with_server", "acceptance_falls_with_position",
                   "degenerate_output", "errors", "no_acceptance_figures", "machine_drift", "incomplete",
-                  "outlying_round", "random_prompts", "temperature_not_measured"]
+                  "outlying_round", "random_prompts", "temperature_not_measured", "drafted_depth_mismatch"]
     message: str
     domain: str | None = None      # the domain it concerns (None: all stages pooled)
     arm: str | None = None         # outlying_round: the arm, and the sweep point's concurrency (None: single stream)

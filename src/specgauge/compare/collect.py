@@ -13,6 +13,7 @@ import numpy as np
 from specgauge import __version__
 from specgauge.analysis import definitions
 from specgauge.analysis.crossover import find_crossover
+from specgauge.analysis.drafted_depth import DepthAt, drafted_depth_warnings
 from specgauge.analysis.drift import estimate_drift, with_drift
 from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, counted, domain_acceptance_warnings,
                                        drift_warnings, health_warnings, is_degenerate, mean_accept_length,
@@ -45,6 +46,7 @@ class ArmSamples:
     num_errors: int = 0
     achieved: list[float] = field(default_factory=list)
     point_accept: list[float] = field(default_factory=list)   # per point: per-request mean, else the server's
+    drafts_by_length: dict[str, float] = field(default_factory=dict)   # the server's, over the points
 
     @property
     def accept_length(self) -> float | None:
@@ -77,6 +79,8 @@ def _samples(store: Store, run_ids: Sequence[int]) -> dict[int, ArmSamples]:
                 samples.achieved.append(float(aggregate["achieved_concurrency"]))
             if (accept := point_document(point)["accept_length"]) is not None:
                 samples.point_accept.append(float(accept))
+            for length, count in ((aggregate.get("server_spec") or {}).get("drafts_by_length") or {}).items():
+                samples.drafts_by_length[length] = samples.drafts_by_length.get(length, 0.0) + float(count)
             for record in store.get_requests(point.id):
                 samples.records.append(record)
                 samples.keys.append((round_number, record.request_index))
@@ -282,11 +286,12 @@ def _domain_acceptance(spec: ArmSamples) -> float | None:
 def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], settings: CompareSettings,
                  stages: Sequence[StageRuns], label: str, comparison_id: int | None = None,
                  seed: int = 0, speculation: SpeculationSetup | None = None,
-                 vllm_base_config: dict | None = None) -> CompareResult:
+                 vllm_base_config: dict | None = None, depth_at: DepthAt | None = None) -> CompareResult:
     """Compute the whole comparison from the stored runs of ``stages``.
 
     ``speculation``/``vllm_base_config``: what the speculative arm is (its method and depth, its own
-    ``--speculative-config``), so that the settings are written for it."""
+    ``--speculative-config``), so that the settings are written for it; ``depth_at``: the draft
+    depth it was set to run per batch size, checked against the drafts the server counted."""
     rng = np.random.default_rng(seed)
     accept_rng = np.random.default_rng([seed, 1])   # acceptance intervals: the speedups' draws stay as they were
     resamples = settings.bootstrap_resamples
@@ -379,6 +384,8 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                           server_accept=float(np.mean(server_accepts)) if server_accepts else None,
                           domains_checked=any(v is not None for v in accept_by_domain.values()))
         + drift_warnings(repeated)
+        + drafted_depth_warnings([(_point_label(name, level), level, spec.drafts_by_length)
+                                  for name, level, _, spec in cells], depth_at)
         + outlying_round_warnings([(_point_label(stage_name, level), arm, first_round, first, second,
                                     level if stage_name.startswith(SWEEP_PREFIX) else None)
                                    for stage_name, level, base, spec in cells

@@ -115,6 +115,9 @@ def _new_plan(options: dict):
     arms = profile_arms(options)
     baseline, speculative = arms if arms is not None else (arm_from(options, "baseline"),
                                                             arm_from(options, "speculative"))
+    if options["speculative_arm_config"] is not None and speculative.kind != "url":
+        raise click.UsageError("--speculative-arm-config declares what a URL arm runs: a launched arm's command "
+                               "says it already (give the speculative arm as --speculative URL)")
     count = options["num_requests"]
     try:
         plan = ComparePlan(
@@ -124,7 +127,7 @@ def _new_plan(options: dict):
             num_requests_sweep=options["sweep_requests"] or count, sweep_requests_per_user=options["requests_per_user"],
             sweep_min_requests=options["min_requests"],
             max_tokens=options["max_tokens"], seed=options["seed"], temperature=options["temperature"],
-            temperatures=options["temperatures"] or (),
+            temperatures=options["temperatures"] or (), speculative_arm_config=options["speculative_arm_config"],
             top_p=options["top_p"], top_k=options["top_k"], samples_per_prompt=options["samples_per_prompt"],
             warmup=options["warmup"], rounds=options["rounds"],
             model=None if arms is not None else options["model"],   # served names: auto-detected

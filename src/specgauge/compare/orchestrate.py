@@ -22,11 +22,11 @@ from typing import Callable, Iterator
 from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
 from specgauge.analysis.health import random_prompt_warnings
-from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning, StageRuns,
-                                        SuiteInfo)
+from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning,
+                                        SpeculationSetup, StageRuns, SuiteInfo)
 from specgauge.compare.peer_flags import goodput_of
 from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
-from specgauge.compare.speculation_setup import speculation_setup
+from specgauge.compare.speculation_setup import configured_depth, declared_setup, speculation_setup
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, RunStopped, close_run, open_run, reopen_run, run_point_at
 from specgauge.load.workers.split import Placement
@@ -347,6 +347,8 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
         fingerprint = run.server_fingerprint if run else None
         if arm_config.name == "speculative":
             speculation, vllm_config = speculation_setup(arm_config.kind, arm_config.value, fingerprint)
+            if arm_config.kind == "url" and plan.speculative_arm_config is not None:   # what the URL arm declares
+                speculation, vllm_config = declared_setup(plan.speculative_arm_config)
         arms.append(ArmDescription(name=arm_config.name, kind=arm_config.kind, description=arm_config.spec().describe(),
                                    url=ledger.urls.get(arm_config.name), model=run.model if run else None,
                                    server_fingerprint=fingerprint,
@@ -359,7 +361,9 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
         rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples)
     result = build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
                           comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
-                          vllm_base_config=vllm_config)
+                          vllm_base_config=vllm_config,
+                          depth_at=configured_depth(plan.speculative.kind, plan.speculative.value,
+                                                    speculation or SpeculationSetup(), vllm_config))
     result = result.model_copy(update={"health": result.health + random_prompt_warnings(list(suites.values()))})
     if not plan.goodput:
         return result

@@ -86,6 +86,7 @@ class ComparePlan(BaseModel):
     temperatures: tuple[float, ...] = ()            # --temperatures: single stream at each (empty: temperature)
     top_p: float | None = Field(default=None, gt=0, le=1)
     top_k: int | None = Field(default=None, ge=-1)
+    speculative_arm_config: dict | None = None   # a URL arm's declared --speculative-config (vLLM's form)
     samples_per_prompt: int | None = Field(default=None, ge=2)   # the distribution check (analysis/distribution.py)
     distribution_suite: str | None = None   # its prompts: a derived suite of DISTRIBUTION_PROMPTS prompts
     warmup: int = Field(default=2, ge=0)
