@@ -16,7 +16,8 @@ def test_a_table_per_domain_and_temperature(tmp_path):
                        "--temperatures", "0,0.7", "--temperature", "0.7", "--top-p", "0.9",
                        "--domains", "coding,encyclopedic", "--single-stream-requests", "4", "--concurrency", "1",
                        "--num-requests", "4", "--warmup", "0", "--resamples", "200",
-                       "--output-json", tmp_path / "v.json", "--db", tmp_path / "c.db")
+                       "--output-json", tmp_path / "v.json", "--output-dir", tmp_path / "out",
+                       "--db", tmp_path / "c.db")
         bodies = baseline.requests_seen + speculative.requests_seen
     assert done.returncode == 0, done.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
@@ -33,6 +34,7 @@ def test_a_table_per_domain_and_temperature(tmp_path):
     assert verdict["recommendation"]["measured_at"] == "temperature 0.7, top-p 0.9"
     assert "Measured at temperature 0.7, top-p 0.9" in done.stdout
     assert "single stream per domain and temperature" in done.stdout and "t=0.7" in done.stdout
+    assert "single stream per domain and temperature" in (tmp_path / "out" / "report.html").read_text()
     # greedy stages are compared text for text; sampled ones are not
     assert verdict["losslessness"]["checked"] and verdict["losslessness"]["compared"] == 2 * 4 * 2 // 2
     sampled = [b for b in bodies if b["temperature"] > 0]
