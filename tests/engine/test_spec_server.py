@@ -161,3 +161,14 @@ def test_eagle3_uses_the_shipped_drafter_with_no_other_flag():
         if algorithm == "EAGLE3":
             assert info["speculative_draft_model_path"] == str(DEFAULT_DRAFT_DIR)
     assert texts[0] == texts[1]
+
+
+def test_a_seeded_sampled_request_repeats_under_rejection_sampling(ngram_server):
+    # compare's repeatable runs: the request's own seed drives the rejection sampler too
+    def text(seed: int) -> str:
+        body = {"prompt": "a b a b a b a b", "max_tokens": 24, "temperature": 0.9, "top_p": 0.95, "seed": seed,
+                "ignore_eos": True}
+        return httpx.post(ngram_server.url + "/v1/completions", json=body, timeout=60).json()["choices"][0]["text"]
+
+    first = text(11)
+    assert text(11) == first and any(text(s) != first for s in (12, 13, 14))
