@@ -47,4 +47,4 @@ def test_a_wrong_sampler_is_flagged_and_a_correct_one_passes(tmp_path):
 def test_samples_per_prompt_needs_a_temperature_above_zero(tmp_path):
     one_line_error(run_cli("compare", "--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9",
                            "--samples-per-prompt", "50", "--db", tmp_path / "c.db"),
-                   "--samples-per-prompt", "--temperature above 0")
+                   "--samples-per-prompt", "give a --temperature (or --temperatures) above 0")
