@@ -4,7 +4,7 @@ against an embedded engine with a wrong sampler (``specgauge serve --testing-fau
 each drafted token accepted 1.5x too often) and against a correct one, each against plain decoding.
 
     PYTHONPATH=src python benchmarks/distribution_check.py [--repeats 10] [--samples-per-prompt N]
-        [--temperature 0.7] [--algorithm EAGLE3|NGRAM] [--accept-bias 1.5]
+        [--temperature 0.7] [--algorithm EAGLE3|NGRAM] [--accept-bias 1.5] [--arms both|correct|faulted]
 
 ``--samples-per-prompt`` defaults to compare's suggestion (``DEFAULT_SAMPLES_PER_PROMPT``).
 
@@ -63,12 +63,16 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--algorithm", choices=["EAGLE3", "NGRAM"], default="EAGLE3")
     parser.add_argument("--accept-bias", type=float, default=1.5)
+    parser.add_argument("--arms", choices=["both", "correct", "faulted"], default="both",
+                        help="which speculative engines to compare against plain (one alone: more repeats of it)")
     args = parser.parse_args()
     spec = ["--speculative-algorithm", args.algorithm]
     work = Path(tempfile.mkdtemp(prefix="distribution-check-"))
     with EngineProcess([]) as plain, EngineProcess(spec) as correct, \
             EngineProcess(spec + ["--testing-fault", f"accept-bias={args.accept_bias:g}"]) as faulted:
-        arms = {"correct": correct.url, f"accept-bias={args.accept_bias:g}": faulted.url}
+        named = (("correct", correct.url), (f"accept-bias={args.accept_bias:g}", faulted.url))
+        arms = {name: url for name, url in named
+                if args.arms == "both" or (name == "correct") == (args.arms == "correct")}
         results: dict[str, list[dict]] = {name: [] for name in arms}
         for repeat in range(args.repeats):
             for name, url in arms.items():
@@ -85,7 +89,7 @@ def main() -> None:
         p_values = ", ".join(format(c["p_value"], ".3g") for c in checks)
         print(f"  {name}: {what} {flagged}/{len(checks)} = {flagged / len(checks):.0%} [{low:.0%}, {high:.0%}]; "
               f"p-values {p_values}")
-    one = results["correct"][0]
+    one = next(iter(results.values()))[0]
     walls = [c["wall_s"] for checks in results.values() for c in checks]
     print(f"cost of one check: {one['requests']} requests ({one['samples_per_prompt']} x {one['prompts']} prompts x 2 "
           f"arms), {one['seconds']:.0f} arm-seconds; one whole compare {min(walls):.0f}-{max(walls):.0f} s wall; "
