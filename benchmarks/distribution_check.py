@@ -5,12 +5,14 @@ each drafted token accepted 1.5x too often) and against a correct one, each agai
 
     PYTHONPATH=src python benchmarks/distribution_check.py [--repeats 10] [--samples-per-prompt N]
         [--temperature 0.7] [--algorithm EAGLE3|NGRAM] [--accept-bias 1.5] [--arms both|correct|faulted]
+        [--first-seed 1000]
 
 ``--samples-per-prompt`` defaults to compare's suggestion (``DEFAULT_SAMPLES_PER_PROMPT``).
 
 Three engines are started once (plain, correct speculation, faulted speculation) and every
 repetition is one ``specgauge compare`` of plain against each speculative engine, as URL arms,
-with its own ``--seed`` (so every repetition draws other samples), the speed stages cut to one
+with its own ``--seed`` (``--first-seed`` + the repetition: the same seeds draw the same samples, so
+give another first seed for new draws), the speed stages cut to one
 request each. Prints, per arm, how often ``losslessness.distribution.differs`` was true (the
 detection rate against the faulted arm, the false-positive rate against the correct one, each
 with a 95% Wilson interval), the p-values, and what one check cost (requests, seconds).
@@ -63,6 +65,7 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--algorithm", choices=["EAGLE3", "NGRAM"], default="EAGLE3")
     parser.add_argument("--accept-bias", type=float, default=1.5)
+    parser.add_argument("--first-seed", type=int, default=1000, help="--seed of the first repetition")
     parser.add_argument("--arms", choices=["both", "correct", "faulted"], default="both",
                         help="which speculative engines to compare against plain (one alone: more repeats of it)")
     args = parser.parse_args()
@@ -76,7 +79,7 @@ def main() -> None:
         results: dict[str, list[dict]] = {name: [] for name in arms}
         for repeat in range(args.repeats):
             for name, url in arms.items():
-                check = compare_once(plain.url, url, 1000 + repeat, args, work)
+                check = compare_once(plain.url, url, args.first_seed + repeat, args, work)
                 results[name].append(check)
                 print(f"repeat {repeat + 1}/{args.repeats} {name}: differs={check['differs']} "
                       f"p={check['p_value']:.4f} ({check['wall_s']:.0f} s)", flush=True)
