@@ -188,12 +188,6 @@ class ComparePlan(BaseModel):
         """``--suite``, else the first domain's suite: the sweep's default, the distribution check's source."""
         return self.suite or (self.domain_suites.get(self.domains[0], self.domains[0]) if self.domains else "mixed")
 
-    def stage_temperature(self, stage_name: str) -> float:
-        """The temperature a stage ran at, from its name (``single:coding@t=0.7``; unmarked: the plan's)."""
-        if stage_name == DISTRIBUTION_STAGE:
-            return self.distribution_temperature
-        return split_temperature(stage_name)[1] if TEMPERATURE_MARK in stage_name else self.temperature
-
     def sweep_requests(self, concurrency: int) -> int:
         """Measured requests per arm at one sweep concurrency."""
         if self.num_requests_sweep is not None:
