@@ -78,6 +78,22 @@ def test_bench_json_contract_end_to_end(server, tmp_path):
     assert "c=4" in result.stdout and "TTFT p50" in result.stdout
 
 
+def test_sampled_requests_carry_top_p_top_k_and_repeatable_seeds(tmp_path):
+    def bodies(seed: int) -> list[dict]:
+        with ScriptedServer(Script(num_chunks=2)) as srv:
+            result = cli("bench", srv.url, "--num-requests", "4", "--warmup", "0", "--temperature", "0.7",
+                         "--top-p", "0.9", "--top-k", "40", "--seed", str(seed), "--db", str(tmp_path / f"{seed}.db"))
+            assert result.returncode == 0, result.stderr
+            return srv.requests_seen
+
+    first, again, other = bodies(3), bodies(3), bodies(4)
+    assert all((b["temperature"], b["top_p"], b["top_k"]) == (0.7, 0.9, 40) for b in first)
+    seeds = sorted(b["seed"] for b in first)
+    assert len(set(seeds)) == 4                                  # one seed per request
+    assert seeds == sorted(b["seed"] for b in again)             # the same --seed: the same seeds
+    assert not set(seeds) & {b["seed"] for b in other}
+
+
 def test_output_json_to_stdout_keeps_stdout_clean(server, tmp_path):
     result = cli("bench", server.url, "--api", "sglang", "--concurrency", "2", "--num-requests", "4",
                  "--raw-chat-format", "--output-json", "-", "--db", str(tmp_path / "r.db"))
@@ -470,6 +486,8 @@ def test_resume_of_a_finished_run_changes_nothing(cli_here, server, tmp_path):
     (["--suite", "missing.jsonl"], ["suite file not found"]),
     (["--output-json", "/nonexistent/dir/x.json"], ["--output-json", "no such directory /nonexistent/dir"]),
     (["--concurrency", "1000000000"], ["--concurrency", "1,000,000,000 connections need about"]),
+    (["--top-p", "0"], ["--top-p", "0<x<=1"]),
+    (["--top-k", "-2"], ["--top-k", "-2"]),
 ])
 def test_bad_options_exit_2_with_one_line(cli_here, args, needles, tmp_path):
     result = cli_here("bench", "http://127.0.0.1:9", "--api", "openai-chat", *args, "--db", str(tmp_path / "r.db"))

@@ -19,6 +19,11 @@ The request-count vocabulary (the same in ``bench``, ``compare`` and ``tune``):
 Sources of the peers' names: ``vllm/benchmarks/serve.py`` (``add_cli_args``: ``--num-prompts``,
 ``--num-warmups``) and SGLang's ``python/sglang/bench_serving.py`` (``--num-prompts``,
 ``--warmup-requests``).
+
+The sampling vocabulary (``bench``, ``compare``, ``tune``): ``--temperature``, ``--top-p`` and
+``--top-k``, the names of ``vllm bench serve``'s "sampling parameters" group
+(``vllm/benchmarks/serve.py``); at temperature > 0 every request also sends its own seed, derived
+from ``--seed`` (``specgauge.client.sampling``), so a run can be repeated.
 """
 
 from __future__ import annotations
@@ -127,6 +132,18 @@ def warmup_option(function: Callable) -> Callable:
     return click.option("--warmup", "--num-warmups", "--warmup-requests", "warmup", type=click.IntRange(min=0),
                         default=DEFAULT_WARMUP, show_default=True,
                         help="warm-up requests per point (and arm), excluded from every figure")(function)
+
+
+def sampling_options(function: Callable) -> Callable:
+    """``--temperature``, ``--top-p``, ``--top-k`` (module doc); top-p and top-k are sent only when given."""
+    return _apply(function, [
+        click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
+                     help="sampling temperature (0 = greedy); above 0 each request sends its own seed from --seed"),
+        click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True),
+                     help="nucleus sampling: keep the most likely tokens up to this probability (else not sent)"),
+        click.option("--top-k", type=click.IntRange(min=-1),
+                     help="keep the K most likely tokens; 0 or -1: no cut (else not sent)"),
+    ])
 
 
 def verify_option(what: str) -> Callable:

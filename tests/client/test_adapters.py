@@ -214,10 +214,42 @@ def test_ignore_eos_is_sent_where_each_engine_reads_it(api):
     from specgauge.client.adapters import get_adapter
 
     request = SuiteRequest(prompt="hi", max_tokens=8)
-    plain = get_adapter(api).build_body(request, model="m", max_tokens=8, temperature=0.0)
-    forced = get_adapter(api).build_body(request, model="m", max_tokens=8, temperature=0.0, ignore_eos=True)
+    plain = get_adapter(api).build_body(request, model="m", max_tokens=8)
+    forced = get_adapter(api).build_body(request, model="m", max_tokens=8, ignore_eos=True)
     assert "ignore_eos" not in plain and "ignore_eos" not in plain.get("sampling_params", {})
     if api == "sglang":   # SGLang /generate: sampling_params.ignore_eos
         assert forced["sampling_params"]["ignore_eos"] is True
     else:                 # OpenAI APIs: vLLM's and SGLang's top-level extra
         assert forced["ignore_eos"] is True
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_sampling_fields_are_sent_where_each_engine_reads_them(api):
+    from specgauge.client.adapters import get_adapter
+    from specgauge.client.sampling import Sampling
+
+    request = SuiteRequest(prompt="hi", max_tokens=8)
+    greedy = get_adapter(api).build_body(request, model="m", max_tokens=8)
+    sampled = get_adapter(api).build_body(request, model="m", max_tokens=8,
+                                          sampling=Sampling(temperature=0.7, top_p=0.9, top_k=40, seed=123))
+    if api == "sglang":   # /generate: sampling_params, the seed as sampling_seed
+        assert greedy["sampling_params"] == {"max_new_tokens": 8, "temperature": 0.0}
+        assert sampled["sampling_params"] == {"max_new_tokens": 8, "temperature": 0.7, "top_p": 0.9, "top_k": 40,
+                                              "sampling_seed": 123}
+    else:                 # OpenAI routes: top-level temperature, top_p, top_k (vLLM / SGLang extra), seed
+        assert greedy["temperature"] == 0.0 and not {"top_p", "top_k", "seed"} & set(greedy)
+        assert (sampled["temperature"], sampled["top_p"], sampled["top_k"], sampled["seed"]) == (0.7, 0.9, 40, 123)
+
+
+def test_each_request_of_a_sampled_point_gets_its_own_repeatable_seed():
+    from specgauge.load.plan import PointSpec
+
+    point = PointSpec(mode="closed", concurrency=1, num_requests=4, temperature=0.8, sampling_seed=7)
+    seeds = [point.sampling(i).seed for i in range(-2, 4)]   # warm-ups have negative indices
+    assert len(set(seeds)) == len(seeds) and all(0 <= s < 2 ** 63 for s in seeds)
+    assert seeds == [PointSpec(mode="closed", concurrency=1, num_requests=4, temperature=0.8,
+                               sampling_seed=7).sampling(i).seed for i in range(-2, 4)]
+    other = PointSpec(mode="closed", concurrency=1, num_requests=4, temperature=0.8, sampling_seed=8)
+    assert not set(seeds) & {other.sampling(i).seed for i in range(-2, 4)}
+    greedy = PointSpec(mode="closed", concurrency=1, num_requests=4, sampling_seed=7)
+    assert greedy.sampling(0).seed is None   # greedy: no seed sent

@@ -43,6 +43,10 @@ def test_compare_random_dataset_goodput_and_result_files(tmp_path):
     assert [s["stage"] for s in verdict["stages"]] == ["single", "sweep:c=1", "sweep:c=2"]
     assert {s["suite"]["name"] for s in verdict["stages"]} == {"random-in32-out16-n8-s0"}
     assert [d["domain"] for d in verdict["single_stream"]] == ["random"]
+    random_warning = [w for w in verdict["health"] if w["code"] == "random_prompts"]   # not a text workload
+    assert len(random_warning) == 1 and random_warning[0]["message"].startswith("all prompts of this comparison are "
+                                                                                "random tokens")
+    assert "acceptance on random tokens is not that of text" in done.stdout
     assert "goodput [ttft:500 tpot:400]" in done.stdout and "goodput ratio" in done.stdout
     goodput = verdict["goodput"]   # the terminal's goodput lines, in verdict.json too
     assert goodput["slo_ms"] == {"ttft": 500.0, "tpot": 400.0}

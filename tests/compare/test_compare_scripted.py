@@ -171,6 +171,14 @@ def test_a_second_arm_that_fails_to_start_keeps_the_first_arms_runs(tmp_path):
       "--output-json", "/nonexistent/v.json"],
      "no such directory"),
     (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9"], "cannot reach http://127.0.0.1:9"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--speculative-arm-config", "{x"],
+     "--speculative-arm-config"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--speculative-arm-config", "[3]"],
+     "must be a JSON object"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative-cmd", "x --port {port}", "--speculative-arm-config",
+      '{"method": "ngram"}'], "declares what a URL arm runs"),
+    (["--baseline", "http://127.0.0.1:9", "--speculative", "http://127.0.0.1:9", "--temperatures", "0,-1"],
+     "--temperatures"),
 ])
 def test_cli_misuse_is_one_line_and_exit_2(tmp_path, args, message):
     done = run_cli("compare", *args, "--db", str(tmp_path / "c.db"), timeout=60)

@@ -21,6 +21,10 @@ def test_thresholded_plan_is_the_sweep_with_the_flag_on_the_speculative_engine()
     assert plan.baseline == engine_plan().baseline
     assert [s.name for s in plan.stages()] == ["sweep:c=1", "sweep:c=4", "sweep:c=16"]
     assert {s.suite for s in plan.stages()} == {"coding"}
+    # the per-temperature single stream and the distribution check are not re-run
+    sampled = engine_plan().model_copy(update={"temperature": 0.7, "temperatures": (0.0, 0.7),
+                                               "samples_per_prompt": 50})
+    assert [s.name for s in thresholded_plan(sampled, 7).stages()] == ["sweep:c=1", "sweep:c=4", "sweep:c=16"]
 
 
 def test_verify_is_refused_when_serve_has_no_threshold_flag(tmp_path):

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from specgauge.engine.serving.launch import EngineProcess, EngineStartError
-from cli_testkit import run_cli
+from cli_testkit import one_line_error, run_cli
 
 
 def test_engine_process_serves_and_stops_cleanly(tiny_model_dir):
@@ -107,3 +107,13 @@ def test_api_key_from_the_environment(tiny_model_dir):
         assert "from-env" not in " ".join(proc.process.args)
         assert httpx.get(proc.url + "/v1/models").status_code == 401
         assert httpx.get(proc.url + "/v1/models", headers={"Authorization": "bearer from-env"}).status_code == 200
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--testing-fault", "accept-bias=x"), "'x' is not a number"),
+    (("--testing-fault", "reject-all"), "must be accept-bias=F"),
+    (("--testing-fault", "accept-bias=0"), "F must be a finite number > 0"),
+    (("--testing-fault", "accept-bias=1.5"), "needs --speculative-algorithm EAGLE3 or NGRAM"),
+])
+def test_serve_refuses_a_bad_testing_fault_in_one_line(args, needle):
+    one_line_error(run_cli("serve", *args), needle)

@@ -93,3 +93,14 @@ def test_sampled_requests_through_the_speculative_engine(spec, tiny_model_dir, h
         engine.stop()
     engine.blocks.check_integrity()
     assert engine.blocks.num_free_blocks == engine.blocks.num_blocks
+
+
+def test_the_accept_bias_fault_shifts_the_distribution_toward_the_draft():
+    # --testing-fault accept-bias=F: the draft (token 2, p = 0.25) is accepted with 1.5 x 0.25, then
+    # the rest comes from the residual: the first token is no longer distributed as P_ROOT
+    tree = DraftTree.chain([2, 4])
+    probs = torch.stack([P_ROOT, P_AFTER_FIRST, P_AFTER_SECOND])  # (1+M, V)
+    generator = torch.Generator().manual_seed(1234)
+    first = Counter(accept_sampled(tree, probs, generator, accept_bias=1.5).tokens[0] for _ in range(SAMPLES))
+    assert abs(first[2] / SAMPLES - 1.5 * float(P_ROOT[2])) < 0.03
+    assert chi2_pvalue(first, P_ROOT) < 1e-6

@@ -75,6 +75,9 @@ def test_meta_info_openai_fields_and_counters_agree_with_the_stream(ngram_server
     assert sum(per_pos) == metric(text, "vllm:spec_decode_num_accepted_tokens_total")
     assert per_pos == sorted(per_pos, reverse=True)
     assert metric(text, "vllm:spec_decode_num_drafts_total") >= 1
+    by_length = [metric(text, f'vllm:spec_decode_num_drafts_by_draft_length_total{{draft_length="{k}"}}')
+                 for k in range(1, 5) if f'draft_length="{k}"' in text]
+    assert by_length and sum(by_length) == metric(text, "vllm:spec_decode_num_drafts_total")   # the depth that ran
     assert metric(text, "sglang:spec_accept_length") > 1
     assert metric(text, "sglang:spec_accept_rate") == pytest.approx(
         sum(m["spec_num_correct_drafts"] for m in metas) / sum(m["spec_num_proposed_drafts"] for m in metas))
@@ -158,3 +161,14 @@ def test_eagle3_uses_the_shipped_drafter_with_no_other_flag():
         if algorithm == "EAGLE3":
             assert info["speculative_draft_model_path"] == str(DEFAULT_DRAFT_DIR)
     assert texts[0] == texts[1]
+
+
+def test_a_seeded_sampled_request_repeats_under_rejection_sampling(ngram_server):
+    # compare's repeatable runs: the request's own seed drives the rejection sampler too
+    def text(seed: int) -> str:
+        body = {"prompt": "a b a b a b a b", "max_tokens": 24, "temperature": 0.9, "top_p": 0.95, "seed": seed,
+                "ignore_eos": True}
+        return httpx.post(ngram_server.url + "/v1/completions", json=body, timeout=60).json()["choices"][0]["text"]
+
+    first = text(11)
+    assert text(11) == first and any(text(s) != first for s in (12, 13, 14))

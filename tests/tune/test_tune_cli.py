@@ -290,3 +290,15 @@ def test_sigterm_stops_the_tune_and_every_server_it_started(tmp_path):
         return
     os.kill(pid, signal.SIGKILL)
     raise AssertionError("the launched server outlived the tune")
+
+
+def test_tune_samples_as_asked_and_says_at_which_temperature(tmp_path):
+    with ScriptedServer(Script(chunk_delay_s=0.005, num_chunks=4)) as k0, \
+            ScriptedServer(Script(chunk_delay_s=0.005, num_chunks=2, tokens_per_chunk=2)) as k2:
+        done = run_cli("tune", "--url", f"0={k0.url}", "--url", f"2={k2.url}", "--concurrency", "1",
+                       "--min-requests", "3", "--min-rounds", "1", "--max-rounds", "1", "--no-verify",
+                       "--temperature", "0.8", "--top-k", "20", "--max-tokens", "8", "--db", str(tmp_path / "t.db"))
+        bodies = k0.requests_seen + k2.requests_seen
+    assert done.returncode == 0, done.stderr
+    assert bodies and all(b["temperature"] == 0.8 and b["top_k"] == 20 and isinstance(b["seed"], int) for b in bodies)
+    assert "measured at temperature 0.8, top-k 20" in done.stdout

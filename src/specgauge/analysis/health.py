@@ -6,7 +6,9 @@
 - acceptance falls with output position (later tokens are accepted less: long answers will gain
   less than short benchmarks show);
 - degenerate output (a high share of repeated n-grams, or most requests running into
-  ``max_tokens`` while repeating): looping text is easy to draft and inflates acceptance.
+  ``max_tokens`` while repeating): looping text is easy to draft and inflates acceptance;
+- random-token prompts (``--dataset-name random``, a tune band's synthetic prompts): acceptance on
+  them is not that of text (vllm #52536, #33497), so the speedup says little about a workload.
 """
 
 from __future__ import annotations
@@ -216,6 +218,40 @@ def outlying_round_warnings(rounds: Sequence[tuple[str, str, int, float | None, 
                         f"same prompts: one round was measured at an outlying speed, so this point's ratio is "
                         f"uncertain beyond its requests (rerun on a quieter machine or with more --rounds)"))
     return tuple(warnings)
+
+
+def random_prompts_message(random_requests: int, requests: int, where: str) -> str | None:
+    """The warning's sentence when ``random_requests`` of the ``requests`` prompts ``where`` names
+    are random tokens (``SuiteRequest.source == "random"``); None when none are."""
+    if random_requests == 0:
+        return None
+    share = "all" if random_requests == requests else f"{random_requests} of {requests}"
+    return (f"{share} prompts of {where} are random tokens: acceptance on random tokens is not that of text "
+            f"(drafters are trained on text; vllm #52536, #33497), so this speedup says little about a real "
+            f"workload: measure on prompts that represent it (a suite, or --dataset-name sharegpt|custom)")
+
+
+def random_prompt_warnings(suites: Sequence) -> tuple[HealthWarning, ...]:
+    """A ``random_prompts`` warning when any prompt of ``suites`` (the comparison's, one per stage,
+    repeats counted once) is random tokens."""
+    unique = {suite.content_hash: suite for suite in suites}.values()
+    requests = [r for suite in unique for r in suite.requests]
+    message = random_prompts_message(sum(r.source == "random" for r in requests), len(requests),
+                                     "this comparison")
+    return () if message is None else (HealthWarning(code="random_prompts", message=message),)
+
+
+def temperature_warnings(settings) -> tuple[HealthWarning, ...]:
+    """``temperature_not_measured``: ``--temperatures`` left out ``--temperature``, the one the sweep
+    and the recommendation ran at, so the per-domain table does not show it (``settings``:
+    :class:`~specgauge.analysis.results.CompareSettings`)."""
+    if not settings.temperatures or settings.temperature in settings.temperatures:
+        return ()
+    listed = ", ".join(f"{t:g}" for t in settings.temperatures)
+    return (HealthWarning(code="temperature_not_measured", message=(
+        f"the sweep and the recommendation ran at temperature {settings.temperature:g} (--temperature), which is "
+        f"not among the single-stream temperatures ({listed}): the per-domain speedups were not measured at the "
+        f"temperature the recommendation holds for; give --temperature as the one you serve at")),)
 
 
 def _weighted(bins: Sequence[PositionBin]) -> float:

@@ -49,6 +49,14 @@ def _indices(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
     return rng.integers(0, n, size=(resamples, n))   # (B, n)
 
 
+def mean_interval(values: np.ndarray, *, rng: np.random.Generator,
+                  resamples: int = DEFAULT_RESAMPLES) -> tuple[float, float] | None:
+    """The percentile bootstrap interval of the mean of ``values`` (None below ``MIN_SAMPLES``)."""
+    if len(values) < MIN_SAMPLES:
+        return None
+    return _quantiles(values[_indices(rng, len(values), resamples)].mean(axis=1))
+
+
 def ratio_of_sums(base_num: np.ndarray, base_den: np.ndarray, spec_num: np.ndarray, spec_den: np.ndarray, *,
                   paired: bool, rng: np.random.Generator, resamples: int = DEFAULT_RESAMPLES,
                   point_ratio: float | None = None) -> RatioEstimate:

@@ -80,6 +80,8 @@ class SingleStreamDomain(_Frozen):
     ttft_ratio: RatioCI = RatioCI()
     baseline: ArmPoint = ArmPoint()
     speculative: ArmPoint = ArmPoint()
+    temperature: float | None = None         # the temperature it was measured at (None: the comparison's)
+    accept_length_ci: tuple[float, float] | None = None   # 95% bootstrap interval of accept_length
 
 
 class SweepPoint(_Frozen):
@@ -180,6 +182,7 @@ class Recommendation(_Frozen):
     # [bs_lo, bs_hi, K] (K at the levels where speculation pays, 0 above the crossover); None when the
     # verdict is uncertain (analysis/verdict.py ``recommend``)
     schedule: tuple[tuple[int, int, int], ...] | None = None
+    measured_at: str | None = None   # the sampling the sweep ran at ("temperature 0.7, top-p 0.9")
 
 
 class DriftEstimate(_Frozen):
@@ -233,8 +236,42 @@ class MismatchExample(_Frozen):
     speculative_excerpt: str
 
 
+class DistributionExample(_Frozen):
+    """Where the arms' samples differ: a position of a prompt and the token whose share differs most."""
+
+    prompt_index: int
+    position: int                  # 0-based output token position
+    token: str                     # the token as text ("<end>": the sample had ended)
+    token_id: int | None = None
+    baseline_share: float          # share of the baseline's samples with this token there
+    speculative_share: float
+    p_value: float                 # the position's Holm-adjusted permutation p-value
+
+
+class DistributionCheck(_Frozen):
+    """Above temperature 0: do both arms sample from one distribution (analysis/distribution.py)?"""
+
+    checked: bool
+    reason: str | None = None           # why not checked
+    differs: bool | None = None         # p_value < alpha
+    p_value: float | None = None        # permutation p-value of the summed statistic (one test)
+    alpha: float = 0.05
+    samples: int = 0                    # samples of both arms together
+    samples_per_prompt: int = 0         # per arm and prompt (the fewest)
+    prompts: int = 0
+    positions_tested: int = 0
+    min_detectable_shift: float | None = None   # one token's probability, one cell, 80% power
+    position_p_values: tuple[float, ...] = ()   # per position, Holm-adjusted
+    temperature: float | None = None
+    tokens: str = ""                    # what a position's token is (the tokenizer, or characters)
+    requests: int = 0                   # requests the check sent (both arms, warm-ups excluded)
+    seconds: float | None = None        # the arms' time on it, summed
+    examples: tuple[DistributionExample, ...] = ()
+
+
 class Losslessness(_Frozen):
-    """Baseline vs speculative output at temperature 0, text-exact per request pair."""
+    """Baseline vs speculative output: at temperature 0 text-exact per request pair; above 0 (with
+    ``--samples-per-prompt``) the two arms' sampled distributions (``distribution``)."""
 
     checked: bool
     reason: str | None = None     # why not checked (temperature > 0, no pairs)
@@ -242,12 +279,13 @@ class Losslessness(_Frozen):
     mismatches: int = 0
     mismatch_rate: float | None = None
     examples: tuple[MismatchExample, ...] = ()
+    distribution: DistributionCheck | None = None
 
 
 class HealthWarning(_Frozen):
     code: Literal["accept_length_one", "chunks_disagree_with_server", "acceptance_falls_with_position",
                   "degenerate_output", "errors", "no_acceptance_figures", "machine_drift", "incomplete",
-                  "outlying_round"]
+                  "outlying_round", "random_prompts", "temperature_not_measured", "drafted_depth_mismatch"]
     message: str
     domain: str | None = None      # the domain it concerns (None: all stages pooled)
     arm: str | None = None         # outlying_round: the arm, and the sweep point's concurrency (None: single stream)
@@ -274,9 +312,10 @@ class StageRuns(_Frozen):
     """The bench runs behind one stage (a domain's single stream or the sweep), one per round."""
 
     stage: str                     # "single:<domain>", "single" (a suite file split by domain) or "sweep:c=<n>"
-    suite: SuiteInfo
+    suite: SuiteInfo               # ("@t=0.7" after a single-stream name: that stage ran at another temperature)
     baseline_run_ids: tuple[int, ...]
     speculative_run_ids: tuple[int, ...]
+    temperature: float | None = None   # the temperature its requests sampled at (None: the comparison's)
 
 
 class ArmGoodput(_Frozen):
@@ -311,6 +350,9 @@ class CompareSettings(_Frozen):
     seed: int
     temperature: float
     warmup: int
+    temperatures: tuple[float, ...] = ()   # --temperatures: the single-stream temperatures (empty: temperature)
+    top_p: float | None = None
+    top_k: int | None = None
     rounds: int
     schedule: Literal["abba_by_point", "sequential_rounds"]
     bootstrap_resamples: int
@@ -342,6 +384,8 @@ class CompareResult(_Frozen):
     tokens_per_chunk: dict[str, tuple[HistogramBin, ...]]      # per arm name
     acceptance_by_position: tuple[PositionBin, ...]            # the speculative arm
     acceptance_by_domain: dict[str, float | None]              # speculative arm, single stream
+    # --temperatures: single stream per domain x temperature (``single_stream``: the comparison's temperature)
+    by_temperature: tuple[SingleStreamDomain, ...] = ()
     goodput: Goodput | None = None                             # with --goodput (stored, so report keeps it)
     per_turn: tuple[TurnSpeedup, ...] = ()                     # a suite with multi-turn sessions
 

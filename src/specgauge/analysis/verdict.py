@@ -179,7 +179,11 @@ def recommendation_lines(recommendation: Recommendation) -> tuple[str, ...]:
     uncertain verdict has only the uncertain sentence (no schedule is claimed)."""
     first = schedule_sentence(recommendation)
     threshold = recommendation_sentence(recommendation)
-    return (first, f"Simple case: {threshold}") if first is not None else (threshold,)
+    lines = (first, f"Simple case: {threshold}") if first is not None else (threshold,)
+    if recommendation.measured_at:
+        lines += (f"Measured at {recommendation.measured_at}: acceptance, and with it this setting, changes with "
+                  f"temperature; measure at the one you serve (--temperature).",)
+    return lines
 
 
 def recommendation_sentence(recommendation: Recommendation) -> str:

@@ -29,6 +29,7 @@ import orjson
 from specgauge.client.adapters import EventError, StreamState, get_adapter
 from specgauge.client.endpoint import Endpoint, Timeouts, parsed_url, request_headers
 from specgauge.client.records import ErrorClass, RequestRecord
+from specgauge.client.sampling import Sampling
 from specgauge.client.sse import DONE, SSEDecoder, SSEEvent
 from specgauge.client.tokens import assign_chunk_tokens
 from specgauge.suites.model import SuiteRequest
@@ -140,12 +141,12 @@ def _on_event(event: SSEEvent, t_ns: int, record: RequestRecord, state: StreamSt
 
 async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, request: SuiteRequest, *,
                        request_index: int, prompt_index: int, max_tokens: int | None,
-                       temperature: float = 0.0, scheduled_ns: int | None = None,
+                       sampling: Sampling = Sampling(), scheduled_ns: int | None = None,
                        timeouts: Timeouts, ignore_eos: bool = False) -> RequestRecord:
     """Send one streaming request and return its :class:`RequestRecord` (errors on the record).
 
     ``max_tokens`` None uses the suite request's own ``max_tokens``; ``ignore_eos`` asks the server
-    to generate all of them.
+    to generate all of them; ``sampling``: temperature, top-p, top-k and this request's seed.
     """
     adapter = get_adapter(endpoint.api)
     record = RequestRecord(request_index=request_index, prompt_index=prompt_index, domain=request.domain,
@@ -154,7 +155,7 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
     try:
         fields = adapter.build_body(
             request, model=endpoint.model, max_tokens=max_tokens or request.max_tokens,
-            temperature=temperature, tokenizer_path=endpoint.tokenizer_path, ignore_eos=ignore_eos)
+            sampling=sampling, tokenizer_path=endpoint.tokenizer_path, ignore_eos=ignore_eos)
         if endpoint.server == "sglang" and endpoint.api in SPEC_DETAILS_APIS:
             fields["return_spec_tokens_details"] = True   # SGLang only: a strict server refuses unknown fields
         body = orjson.dumps(fields)

@@ -18,7 +18,26 @@ def arm_options(function):
         function = click.option(f"--{name}-cmd", metavar="CMD",
                                 help=f"{name} arm: a launch command with {{port}}, started and stopped")(function)
         function = click.option(f"--{name}", metavar="URL", help=f"{name} arm: a running server")(function)
-    return function
+    return click.option("--speculative-arm-config", metavar="JSON", callback=_arm_config,
+                        help="a URL speculative arm declares what it runs, in vLLM's --speculative-config form "
+                             "(method, model, num_speculative_tokens, num_speculative_tokens_per_batch_size): "
+                             "the advice is written for it and its drafted depth is checked")(function)
+
+
+def _arm_config(ctx, param, value):
+    """``--speculative-arm-config JSON`` → a dict (one line on bad JSON or a non-object)."""
+    if value is None:
+        return None
+    import json
+
+    try:
+        config = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON ({exc.msg} at character {exc.pos})", ctx=ctx, param=param) from None
+    if not isinstance(config, dict):
+        raise click.BadParameter("must be a JSON object, e.g. {\"method\": \"eagle3\", \"num_speculative_tokens\": 3}",
+                                 ctx=ctx, param=param)
+    return config
 
 
 def profile_options(function):

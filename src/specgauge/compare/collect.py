@@ -13,20 +13,24 @@ import numpy as np
 from specgauge import __version__
 from specgauge.analysis import definitions
 from specgauge.analysis.crossover import find_crossover
+from specgauge.analysis.drafted_depth import DepthAt, drafted_depth_warnings
 from specgauge.analysis.drift import estimate_drift, with_drift
 from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, counted, domain_acceptance_warnings,
                                        drift_warnings, health_warnings, is_degenerate, mean_accept_length,
-                                       mean_tokens_per_chunk, outlying_round_warnings)
+                                       mean_tokens_per_chunk, outlying_round_warnings, temperature_warnings)
 from specgauge.analysis.lossless import check_losslessness
-from specgauge.analysis.paired import RatioEstimate, ratio_of_statistic, ratio_of_sums
+from specgauge.analysis.paired import RatioEstimate, mean_interval, ratio_of_statistic, ratio_of_sums
 from specgauge.analysis.summary import summarize
 from specgauge.analysis.verdict import assess_sweep, recommend, supported_crossover, verdict_lines
 from specgauge.client.records import RequestRecord
+from specgauge.client.sampling import describe_sampling
 from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, DriftEstimate,
                                      Percentiles, RatioCI, SingleStreamDomain, SpeculationSetup, StageRuns,
                                      SweepPoint)
+from specgauge.compare.distribution_samples import check_distribution
 from specgauge.compare.per_turn import turn_speedups
-from specgauge.compare.plan import SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX
+from specgauge.compare.plan import (DISTRIBUTION_STAGE, SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX,
+                                    split_temperature)
 from specgauge.report.export import point_document
 from specgauge.store import Store
 from specgauge.store.clock import utc_now
@@ -43,6 +47,7 @@ class ArmSamples:
     num_errors: int = 0
     achieved: list[float] = field(default_factory=list)
     point_accept: list[float] = field(default_factory=list)   # per point: per-request mean, else the server's
+    drafts_by_length: dict[str, float] = field(default_factory=dict)   # the server's, over the points
 
     @property
     def accept_length(self) -> float | None:
@@ -75,6 +80,8 @@ def _samples(store: Store, run_ids: Sequence[int]) -> dict[int, ArmSamples]:
                 samples.achieved.append(float(aggregate["achieved_concurrency"]))
             if (accept := point_document(point)["accept_length"]) is not None:
                 samples.point_accept.append(float(accept))
+            for length, count in ((aggregate.get("server_spec") or {}).get("drafts_by_length") or {}).items():
+                samples.drafts_by_length[length] = samples.drafts_by_length.get(length, 0.0) + float(count)
             for record in store.get_requests(point.id):
                 samples.records.append(record)
                 samples.keys.append((round_number, record.request_index))
@@ -263,6 +270,12 @@ def _point_label(stage_name: str, level: int) -> str:
     return f"concurrency {level}"
 
 
+def _accept_interval(spec: ArmSamples, rng: np.random.Generator, resamples: int) -> tuple[float, float] | None:
+    """The bootstrap interval of the speculative arm's mean per-request acceptance length."""
+    values = [v for r in spec.records if r.ok and (v := definitions.accept_length(r)) is not None]
+    return mean_interval(np.array(values, dtype=float), rng=rng, resamples=resamples)
+
+
 def _domain_acceptance(spec: ArmSamples) -> float | None:
     """The speculative arm's acceptance in one domain: the server's figure, else tokens per counted chunk."""
     if spec.accept_length is not None:
@@ -274,12 +287,14 @@ def _domain_acceptance(spec: ArmSamples) -> float | None:
 def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], settings: CompareSettings,
                  stages: Sequence[StageRuns], label: str, comparison_id: int | None = None,
                  seed: int = 0, speculation: SpeculationSetup | None = None,
-                 vllm_base_config: dict | None = None) -> CompareResult:
+                 vllm_base_config: dict | None = None, depth_at: DepthAt | None = None) -> CompareResult:
     """Compute the whole comparison from the stored runs of ``stages``.
 
     ``speculation``/``vllm_base_config``: what the speculative arm is (its method and depth, its own
-    ``--speculative-config``), so that the settings are written for it."""
+    ``--speculative-config``), so that the settings are written for it; ``depth_at``: the draft
+    depth it was set to run per batch size, checked against the drafts the server counted."""
     rng = np.random.default_rng(seed)
+    accept_rng = np.random.default_rng([seed, 1])   # acceptance intervals: the speedups' draws stay as they were
     resamples = settings.bootstrap_resamples
     single: list[SingleStreamDomain] = []
     sweep: list[SweepPoint] = []
@@ -290,43 +305,59 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     at_one: dict[str, tuple[ArmSamples, ArmSamples]] = {}   # concurrency-1 samples per stage
     server_accepts: list[float] = []   # the speculative arm's per-point acceptance figures
     cells: list[tuple[str, int, ArmSamples, ArmSamples]] = []
+    temperature_of: dict[str, float] = {}   # cell name → the temperature it sampled at
+    distribution = None
     for stage in stages:
+        temperature = settings.temperature if stage.temperature is None else stage.temperature
+        if stage.stage == DISTRIBUTION_STAGE:   # samples for the distribution check, not a speed point
+            distribution = check_distribution(store, stage.baseline_run_ids, stage.speculative_run_ids,
+                                              temperature=temperature, seed=seed)
+            continue
         base_levels = _samples(store, stage.baseline_run_ids)
         spec_levels = _samples(store, stage.speculative_run_ids)
         for level in sorted(set(base_levels) & set(spec_levels)):
-            if stage.stage == SPLIT_SINGLE_STAGE:
+            if split_temperature(stage.stage)[0] == SPLIT_SINGLE_STAGE:
+                mark = stage.stage[len(SPLIT_SINGLE_STAGE):]   # "@t=0.7" at another temperature, else ""
                 base_parts, spec_parts = split_by_domain(base_levels[level]), split_by_domain(spec_levels[level])
-                cells += [(SINGLE_PREFIX + d, level, base_parts[d], spec_parts[d])
+                cells += [(SINGLE_PREFIX + d + mark, level, base_parts[d], spec_parts[d])
                           for d in sorted(set(base_parts) & set(spec_parts))]
             else:
                 cells.append((stage.stage, level, base_levels[level], spec_levels[level]))
+            temperature_of.update({name: temperature for name, *_ in cells if name not in temperature_of})
     for stage_name, level, base, spec in cells:
-        if level == 1:
+        if level == 1 and split_temperature(stage_name)[1] is None:   # the same prompts at the same temperature
             at_one[stage_name] = (base, spec)
     repeated = _repeated_measurements(stages, at_one)
     arm_pairs = [pair for _, _, base, spec in cells for arm in (base, spec) for pair in _round_repeats(arm)]
     drift = estimate_drift([(first, second) for _, first, second, _ in repeated] + arm_pairs, settings.rounds)
     accept_by_domain: dict[str, float | None] = {}
     per_turn: list = []
+    by_temperature: list[SingleStreamDomain] = []
     for stage_name, level, base, spec in cells:
         all_base += base.records
         all_spec += spec.records
         server_accepts += spec.point_accept
         point = paired_point(base, spec, rng, resamples, drift)
-        lossless_pairs += [(stage_name, b.prompt_index, b.request_index, b.output_text, s.output_text)
-                           for b, s in point.pairs]
+        if temperature_of[stage_name] == 0:   # sampled outputs differ by chance: text-exact at 0 only
+            lossless_pairs += [(stage_name, b.prompt_index, b.request_index, b.output_text, s.output_text)
+                               for b, s in point.pairs]
         per_turn += turn_speedups(_point_label(stage_name, level), point.pairs, rng, resamples, drift)
         common = dict(request_tok_s_ratio=point.request_tok_s.ci, tpot_ratio=point.tpot.ci,
                       ttft_ratio=point.ttft.ci, baseline=_arm_point(base), speculative=_arm_point(spec))
         ci = point.throughput.ci
         if stage_name.startswith(SINGLE_PREFIX):
-            domain = stage_name[len(SINGLE_PREFIX):]
-            accept_by_domain[domain] = _domain_acceptance(spec)
+            domain, other_temperature = split_temperature(stage_name[len(SINGLE_PREFIX):])
             clean, degenerate = non_degenerate_speedup(point.pairs, rng, resamples, drift)
-            single.append(SingleStreamDomain(
+            row = SingleStreamDomain(
                 domain=domain, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
                 speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs,
-                accept_length=spec.accept_length, non_degenerate=clean, degenerate_pairs=degenerate, **common))
+                accept_length=spec.accept_length, non_degenerate=clean, degenerate_pairs=degenerate,
+                temperature=temperature_of[stage_name], accept_length_ci=_accept_interval(spec, accept_rng, resamples),
+                **common)
+            by_temperature.append(row)
+            if other_temperature is None:   # the comparison's own temperature: the verdict's rows
+                accept_by_domain[domain] = _domain_acceptance(spec)
+                single.append(row)
         elif stage_name.startswith(SWEEP_PREFIX):
             sweep.append(SweepPoint(
                 concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
@@ -338,7 +369,8 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     crossover = supported_crossover(
         find_crossover([p.concurrency for p in sweep], [p.ratio for p in sweep], replicates), assess_sweep(sweep))
     recommendation = recommend(crossover, sweep, setup=speculation, vllm_base_config=vllm_base_config,
-                               rounds=settings.rounds, drift=drift)
+                               rounds=settings.rounds, drift=drift).model_copy(update={"measured_at": describe_sampling(
+                                   settings.temperature, settings.top_p, settings.top_k)})
     suites = tuple({s.suite.content_hash: s.suite for s in stages}.values())
     return CompareResult(
         comparison_id=comparison_id, created_at=utc_now(), tool_version=__version__, arms=arms,
@@ -347,12 +379,16 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         crossover_concurrency=crossover.concurrency if crossover.supported else None, crossover=crossover,
         recommended_disable_above=recommendation.disable_above, recommendation=recommendation, drift=drift,
         verdict_lines=verdict_lines(label, single, sweep, crossover, drift, settings.rounds),
-        losslessness=check_losslessness(lossless_pairs, temperature=settings.temperature),
-        health=domain_acceptance_warnings(accept_by_domain)
+        losslessness=check_losslessness(lossless_pairs, temperature=0.0 if lossless_pairs else settings.temperature
+                                        ).model_copy(
+            update={"distribution": distribution}),
+        health=domain_acceptance_warnings(accept_by_domain) + temperature_warnings(settings)
         + health_warnings(all_spec, all_base, settings.max_tokens,
                           server_accept=float(np.mean(server_accepts)) if server_accepts else None,
                           domains_checked=any(v is not None for v in accept_by_domain.values()))
         + drift_warnings(repeated)
+        + drafted_depth_warnings([(_point_label(name, level), level, spec.drafts_by_length)
+                                  for name, level, _, spec in cells], depth_at)
         + outlying_round_warnings([(_point_label(stage_name, level), arm, first_round, first, second,
                                     level if stage_name.startswith(SWEEP_PREFIX) else None)
                                    for stage_name, level, base, spec in cells
@@ -362,4 +398,5 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         acceptance_by_position=acceptance_by_position(all_spec),
         acceptance_by_domain={d.domain: d.accept_length for d in single},
         per_turn=tuple(per_turn),
+        by_temperature=tuple(by_temperature) if settings.temperatures else (),
     )

@@ -21,11 +21,12 @@ from typing import Callable, Iterator
 
 from specgauge.compare.arms import ArmSpec, LaunchedServer
 from specgauge.compare.collect import build_result
-from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning, StageRuns,
-                                        SuiteInfo)
+from specgauge.analysis.health import random_prompt_warnings
+from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning,
+                                        SpeculationSetup, StageRuns, SuiteInfo)
 from specgauge.compare.peer_flags import goodput_of
 from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
-from specgauge.compare.speculation_setup import speculation_setup
+from specgauge.compare.speculation_setup import configured_depth, declared_setup, speculation_setup
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, RunStopped, close_run, open_run, reopen_run, run_point_at
 from specgauge.load.workers.split import Placement
@@ -107,7 +108,8 @@ class _Ledger:
         stage_progress = StageProgress(progress, arm, stage.name, phase)
         run_id = self.existing.get((stage.name, arm, round_number))
         if run_id is None:
-            run = await open_run(plan.bench_config(stage, url), store, stage_progress, placement=self.placement)
+            run = await open_run(plan.bench_config(stage, url, arm=arm, round_number=round_number), store,
+                                 stage_progress, placement=self.placement)
             self.add(store, comparison_id, stage.name, arm, round_number, run.run_id)
             return run
         self.runs.setdefault((stage.name, arm), []).append(run_id)
@@ -335,7 +337,8 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
                                     suite=SuiteInfo(name=suite.name, version=suite.version,
                                                     content_hash=suite.content_hash),
                                     baseline_run_ids=tuple(ledger.runs.get((stage.name, "baseline"), ())),
-                                    speculative_run_ids=tuple(ledger.runs.get((stage.name, "speculative"), ()))))
+                                    speculative_run_ids=tuple(ledger.runs.get((stage.name, "speculative"), ())),
+                                    temperature=stage.temperature))
     arms = []
     speculation, vllm_config = None, None
     for arm_config in (plan.baseline, plan.speculative):
@@ -344,6 +347,8 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
         fingerprint = run.server_fingerprint if run else None
         if arm_config.name == "speculative":
             speculation, vllm_config = speculation_setup(arm_config.kind, arm_config.value, fingerprint)
+            if arm_config.kind == "url" and plan.speculative_arm_config is not None:   # what the URL arm declares
+                speculation, vllm_config = declared_setup(plan.speculative_arm_config)
         arms.append(ArmDescription(name=arm_config.name, kind=arm_config.kind, description=arm_config.spec().describe(),
                                    url=ledger.urls.get(arm_config.name), model=run.model if run else None,
                                    server_fingerprint=fingerprint,
@@ -352,10 +357,14 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
         api=plan.api, domains=plan.domains, concurrency=plan.concurrency,
         num_requests_single=plan.num_requests_single, num_requests_sweep=plan.num_requests_sweep,
         max_tokens=plan.max_tokens, seed=plan.seed, temperature=plan.temperature, warmup=plan.warmup,
+        temperatures=plan.temperatures, top_p=plan.top_p, top_k=plan.top_k,
         rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples)
     result = build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
                           comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
-                          vllm_base_config=vllm_config)
+                          vllm_base_config=vllm_config,
+                          depth_at=configured_depth(plan.speculative.kind, plan.speculative.value,
+                                                    speculation or SpeculationSetup(), vllm_config))
+    result = result.model_copy(update={"health": result.health + random_prompt_warnings(list(suites.values()))})
     if not plan.goodput:
         return result
     return result.model_copy(update={"goodput": goodput_of(store, result, plan.goodput)})

@@ -29,7 +29,7 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
     from specgauge.compare.per_turn import per_turn_lines
     from specgauge.report.html import write_report
     from specgauge.report.report_data import report_from_compare
-    from specgauge.report.report_text import goodput_lines
+    from specgauge.report.report_text import distribution_lines, goodput_lines, temperature_lines
     from specgauge.report.terminal import comparison_notes
     from specgauge.report.verdict_table import verdict_renderable
     from specgauge.store import Store
@@ -37,6 +37,8 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
     out = console(stderr=output_json == "-")
     report = report_from_compare(result)
     out.print(verdict_renderable(report))
+    for line in temperature_lines(result.by_temperature):
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
     for warning in result.health:
         out.print(f"warning: {warning.message}", style="yellow")
     with Store.open(db, create=False) as store:   # prompts left out for a context, templates, errors by class
@@ -52,6 +54,9 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
         out.print(f"losslessness (temperature 0, text-exact): {lossless.mismatches} of {lossless.compared} "
                   f"outputs differ" + (f"; first at character {lossless.examples[0].first_difference} of "
                                        f"prompt {lossless.examples[0].prompt_index}" if lossless.examples else ""))
+    for line in distribution_lines(lossless.distribution):
+        out.print(line, style="red" if "changes the output" in line else None, soft_wrap=True, markup=False,
+                  highlight=False)
     for line in goodput_lines(result.goodput) + per_turn_lines(result.per_turn):
         out.print(line, soft_wrap=True, markup=False, highlight=False)
     out.print(f"stored as comparison c{result.comparison_id} in {db} "

@@ -12,9 +12,20 @@ from specgauge.load.bench_config import BenchConfig, check_slos
 SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
 SINGLE_PREFIX = "single:"
 SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
+TEMPERATURE_MARK = "@t="         # a single-stream stage at another than the plan's temperature: "single:coding@t=0.7"
+DISTRIBUTION_STAGE = "distribution"   # --samples-per-prompt: each of a few prompts sampled N times per arm
+DISTRIBUTION_CONCURRENCY = 8     # its requests in flight per arm (batched: the same distribution, sooner)
+DISTRIBUTION_PROMPTS = 2         # prompts it samples (the first of the first domain's suite, or of --suite)
+DISTRIBUTION_POSITIONS = 12      # output tokens per sample, the positions tested
 # Default rounds when an arm is a launch command: its arms run one after the other, so one round
 # would put a slow minute on one arm only; two run A B | B A. Other arms are up at once (ABBA by point): 1.
 LAUNCHED_ROUNDS = 2
+
+
+def split_temperature(stage_name: str) -> tuple[str, float | None]:
+    """``single:coding@t=0.7`` → (``single:coding``, 0.7); an unmarked name → (name, None)."""
+    name, mark, value = stage_name.partition(TEMPERATURE_MARK)
+    return (name, float(value)) if mark else (stage_name, None)
 
 
 class ArmConfig(BaseModel):
@@ -39,6 +50,9 @@ class Stage(BaseModel):
     suite: str
     concurrency: tuple[int, ...]
     num_requests: int | None
+    temperature: float | None = None   # None: the plan's
+    max_tokens: int | None = None      # None: the plan's
+    seeds_per_arm: bool = False        # each arm and round its own request seeds (independent samples)
 
 
 class ComparePlan(BaseModel):
@@ -68,7 +82,13 @@ class ComparePlan(BaseModel):
     sweep_min_requests: int = Field(default=16, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
     seed: int = 0
-    temperature: float = Field(default=0.0, ge=0)
+    temperature: float = Field(default=0.0, ge=0)   # the sweep's, the recommendation's: the one you serve at
+    temperatures: tuple[float, ...] = ()            # --temperatures: single stream at each (empty: temperature)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    top_k: int | None = Field(default=None, ge=-1)
+    speculative_arm_config: dict | None = None   # a URL arm's declared --speculative-config (vLLM's form)
+    samples_per_prompt: int | None = Field(default=None, ge=2)   # the distribution check (analysis/distribution.py)
+    distribution_suite: str | None = None   # its prompts: a derived suite of DISTRIBUTION_PROMPTS prompts
     warmup: int = Field(default=2, ge=0)
     rounds: int = Field(default=1, ge=1)   # left out: LAUNCHED_ROUNDS when an arm is a launch command, else 1
     model: str | None = None
@@ -99,6 +119,13 @@ class ComparePlan(BaseModel):
     def _known_slos(cls, slos: dict[str, float]) -> dict[str, float]:
         return check_slos(slos)
 
+    @field_validator("temperatures")
+    @classmethod
+    def _sorted_temperatures(cls, values: tuple[float, ...]) -> tuple[float, ...]:
+        if any(v < 0 for v in values):
+            raise ValueError("--temperatures must be >= 0")
+        return tuple(sorted(set(values)))
+
     @field_validator("concurrency")
     @classmethod
     def _sorted_levels(cls, values: tuple[int, ...]) -> tuple[int, ...]:
@@ -110,6 +137,9 @@ class ComparePlan(BaseModel):
             raise ValueError("arms must be named baseline and speculative")
         if not self.domains and not self.suite and not self.concurrency:
             raise ValueError("nothing to run: give --domains, --suite or --concurrency")
+        if self.samples_per_prompt is not None and self.distribution_temperature == 0:
+            raise ValueError("--samples-per-prompt compares sampled outputs: give a --temperature (or --temperatures) "
+                             "above 0 (at temperature 0 the outputs are compared text for text)")
         for stage in self.stages():   # the bench rules (API name, concurrency >= 1, ...) apply to every stage
             self.bench_config(stage, "http://127.0.0.1")
         return self
@@ -122,20 +152,43 @@ class ComparePlan(BaseModel):
             return "sequential_rounds"
         return "abba_by_point"
 
+    @property
+    def single_temperatures(self) -> tuple[float, ...]:
+        """The temperatures of the single-stream stages: ``--temperatures``, else ``temperature``."""
+        return self.temperatures or (self.temperature,)
+
+    @property
+    def distribution_temperature(self) -> float:
+        """The distribution check's: ``temperature`` when above 0, else the highest of ``temperatures``."""
+        return self.temperature if self.temperature > 0 else max(self.temperatures, default=0.0)
+
     def stages(self) -> list[Stage]:
-        """Single-stream stages, then the sweep."""
+        """Single-stream stages (per domain and single-stream temperature), the distribution check, the sweep."""
         stages = []
-        if self.suite is not None:
-            stages.append(Stage(name=SPLIT_SINGLE_STAGE, suite=self.suite, concurrency=(1,),
-                                num_requests=self.num_requests_single))
-        else:
-            stages += [Stage(name=SINGLE_PREFIX + d, suite=self.domain_suites.get(d, d), concurrency=(1,),
-                             num_requests=self.num_requests_single) for d in self.domains]
-        first_domain = self.domain_suites.get(self.domains[0], self.domains[0]) if self.domains else "mixed"
-        sweep_suite = self.sweep_suite or self.suite or first_domain
+        for temperature in self.single_temperatures:
+            mark = "" if temperature == self.temperature else f"{TEMPERATURE_MARK}{temperature:g}"
+            if self.suite is not None:
+                stages.append(Stage(name=SPLIT_SINGLE_STAGE + mark, suite=self.suite, concurrency=(1,),
+                                    num_requests=self.num_requests_single, temperature=temperature))
+            else:
+                stages += [Stage(name=SINGLE_PREFIX + d + mark, suite=self.domain_suites.get(d, d), concurrency=(1,),
+                                 num_requests=self.num_requests_single, temperature=temperature)
+                           for d in self.domains]
+        if self.samples_per_prompt is not None:
+            stages.append(Stage(name=DISTRIBUTION_STAGE, suite=self.distribution_suite or self.first_suite,
+                                concurrency=(DISTRIBUTION_CONCURRENCY,),
+                                num_requests=DISTRIBUTION_PROMPTS * -(-self.samples_per_prompt // self.rounds),
+                                temperature=self.distribution_temperature, max_tokens=DISTRIBUTION_POSITIONS,
+                                seeds_per_arm=True))
+        sweep_suite = self.sweep_suite or self.first_suite
         stages += [Stage(name=f"{SWEEP_PREFIX}{c}", suite=sweep_suite, concurrency=(c,),
                          num_requests=self.sweep_requests(c)) for c in self.concurrency]
         return stages
+
+    @property
+    def first_suite(self) -> str:
+        """``--suite``, else the first domain's suite: the sweep's default, the distribution check's source."""
+        return self.suite or (self.domain_suites.get(self.domains[0], self.domains[0]) if self.domains else "mixed")
 
     def sweep_requests(self, concurrency: int) -> int:
         """Measured requests per arm at one sweep concurrency."""
@@ -143,11 +196,17 @@ class ComparePlan(BaseModel):
             return self.num_requests_sweep
         return max(self.sweep_min_requests, self.sweep_requests_per_user * concurrency)
 
-    def bench_config(self, stage: Stage, url: str) -> BenchConfig:
-        """The bench settings of one arm's run of ``stage``: identical for both arms but the URL."""
+    def bench_config(self, stage: Stage, url: str, *, arm: str = "baseline", round_number: int = 0) -> BenchConfig:
+        """The bench settings of one arm's run of ``stage``: identical for both arms but the URL,
+        and, for a stage with ``seeds_per_arm``, the request seeds (each arm and round its own)."""
+        sampling_seed = None
+        if stage.seeds_per_arm:   # distinct from every other arm's and round's: independent samples
+            sampling_seed = (self.seed * 64 + round_number) * 2 + (arm == "speculative") + 1
         return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=stage.concurrency,
                            num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
-                           max_tokens=self.max_tokens, temperature=self.temperature, model=self.model,
+                           max_tokens=stage.max_tokens or self.max_tokens,
+                           temperature=self.temperature if stage.temperature is None else stage.temperature,
+                           top_p=self.top_p, top_k=self.top_k, sampling_seed=sampling_seed, model=self.model,
                            api_key=self.api_key, headers=self.headers, tokenizer_path=self.tokenizer,
                            ignore_eos=self.ignore_eos,
                            raw_chat_format=self.raw_chat_format,

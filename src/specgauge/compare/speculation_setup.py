@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import shlex
 
+from specgauge.analysis.drafted_depth import DepthAt
 from specgauge.analysis.results import SpeculationSetup
+from specgauge.speculation_schedule import draft_tokens_at, normalize_schedule, parse_schedule
 
 
 def _flags(argv: list[str]) -> dict[str, str]:
@@ -76,6 +78,12 @@ def from_server_info(info: object, *, engine: str = "sglang") -> SpeculationSetu
         device=info.get("device") if isinstance(info.get("device"), str) else None, source="server_info")
 
 
+def declared_setup(config: dict) -> tuple[SpeculationSetup, dict]:
+    """The setup a URL arm declares with ``--speculative-arm-config`` (vLLM's ``--speculative-config`` form)."""
+    setup, _ = from_arguments(["--speculative-config", json.dumps(config)])
+    return setup.model_copy(update={"source": "--speculative-arm-config"}), config
+
+
 def speculation_setup(kind: str, value: str, fingerprint: dict | None) -> tuple[SpeculationSetup, dict | None]:
     """The speculative arm's setup: its launch command or engine arguments first, then what its
     server says; fields missing from the first are filled from the second."""
@@ -93,3 +101,42 @@ def speculation_setup(kind: str, value: str, fingerprint: dict | None) -> tuple[
     filled = {k: v for k, v in served.model_dump().items()
               if k not in ("engine", "source") and getattr(stated, k) is None and v is not None}
     return stated.model_copy(update=filled), config
+
+
+def configured_depth(kind: str, value: str, setup: SpeculationSetup, vllm_config: dict | None) -> DepthAt | None:
+    """The draft tokens the speculative arm was set to run at each batch size, or None where that
+    is unknown or chosen by the server itself (an adaptive controller, a tree's node budget):
+    vLLM's ``num_speculative_tokens`` and its ``num_speculative_tokens_per_batch_size`` schedule
+    (vllm/config/speculative.py); the embedded engine's ``--speculative-num-steps`` with its
+    ``--speculative-schedule`` or ``--speculative-disable-above``; SGLang's ``--speculative-num-steps``
+    (python/sglang/srt/server_args.py; ``--speculative-adaptive`` chooses per step: unknown)."""
+    if vllm_config is not None:
+        depth = _int(vllm_config.get("num_speculative_tokens"))
+        schedule = vllm_config.get("num_speculative_tokens_per_batch_size")
+        if not depth:
+            return None
+        if schedule:
+            try:
+                entries = normalize_schedule(schedule)
+            except ValueError:
+                return None
+            return lambda batch: draft_tokens_at(entries, depth, batch)
+        return lambda batch: depth
+    flags = {}
+    if kind in ("command", "engine"):
+        try:
+            flags = _flags(shlex.split(value))
+        except ValueError:
+            return None
+    depth = setup.num_speculative_tokens
+    if (setup.method in (None, "NONE") or not depth or (setup.eagle_topk or 1) > 1
+            or "--speculative-adaptive" in value.split()):
+        return None
+    if "--speculative-schedule" in flags:
+        try:
+            entries = parse_schedule(flags["--speculative-schedule"])
+        except ValueError:
+            return None
+        return lambda batch: draft_tokens_at(entries, depth, batch)
+    limit = _int(flags.get("--speculative-disable-above"))
+    return lambda batch: 0 if limit is not None and batch > limit else depth

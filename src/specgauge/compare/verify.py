@@ -35,8 +35,8 @@ def thresholded_plan(plan: ComparePlan, threshold: int) -> ComparePlan:
     args = f"{plan.speculative.value} {DISABLE_FLAG} {threshold}"
     return plan.model_copy(update={
         "speculative": ArmConfig(name="speculative", kind="engine", value=args),
-        "domains": (), "suite": None, "sweep_suite": plan.stages()[-1].suite,
-        "label": f"{plan.label} with {DISABLE_FLAG} {threshold}"})
+        "domains": (), "suite": None, "sweep_suite": plan.stages()[-1].suite, "temperatures": (),
+        "samples_per_prompt": None, "label": f"{plan.label} with {DISABLE_FLAG} {threshold}"})
 
 
 async def verify_threshold(plan: ComparePlan, store: Store, result: CompareResult, progress=None,

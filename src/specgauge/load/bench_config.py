@@ -77,6 +77,9 @@ class BenchConfig(BaseModel):
     seed: int = 0
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=0.0, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)   # None: not sent (the server's default, 1)
+    top_k: int | None = Field(default=None, ge=-1)          # None: not sent; 0 or -1: no cut
+    sampling_seed: int | None = None   # base of the per-request seeds at temperature > 0 (None: ``seed``)
     model: str | None = None
     api_key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
@@ -164,7 +167,9 @@ class BenchConfig(BaseModel):
         point at that concurrency)."""
         common = dict(duration_s=self.duration_s, warmup_requests=self.warmup, seed=self.seed,
                       max_tokens=self.max_tokens, temperature=self.temperature, ignore_eos=self.ignore_eos,
-                      think_time_ms=self.think_time_ms, think_time_distribution=self.think_time_distribution)
+                      think_time_ms=self.think_time_ms, think_time_distribution=self.think_time_distribution,
+                      top_p=self.top_p, top_k=self.top_k,
+                      sampling_seed=self.seed if self.sampling_seed is None else self.sampling_seed)
         closed = self.concurrency or (() if self.rates else (self.max_concurrency or 1,))
         if self.max_concurrency is not None:
             closed = tuple(dict.fromkeys(min(c, self.max_concurrency) for c in closed))

@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from specgauge.cli_options import (POSITIVE_INTS, POSITIVE_NUMBERS, console, db_option, one_line_validation_error,
-                                   request_count_options, secret_options, think_time_options, warmup_option,
+                                   request_count_options, sampling_options, secret_options, think_time_options,
+                                   warmup_option,
                                    write_text)
 from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at import time
 from specgauge.errors import UserError
@@ -22,7 +23,7 @@ from specgauge.output_paths import check_output_file
 # Options that define a run's load; --resume takes them from the stored run instead.
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "requests_per_user",
                         "min_requests", "duration", "arrival", "burstiness", "max_concurrency", "warmup", "seed",
-                        "max_tokens", "temperature", "model", "tokenizer", "max_error_rate",
+                        "max_tokens", "temperature", "top_p", "top_k", "model", "tokenizer", "max_error_rate",
                         "think_time_ms", "think_time_distribution") + PEER_RUN_OPTIONS
 
 
@@ -54,8 +55,9 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.option("--max-concurrency", type=click.IntRange(min=1),
               help="cap on requests in flight (open loop) and on --concurrency; alone: one closed-loop point")
 @warmup_option
-@click.option("--seed", type=int, default=0, show_default=True, help="prompt order and arrival times")
-@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="prompt order, arrival times and (temperature > 0) each request's seed")
+@sampling_options
 @think_time_options
 @click.option("--model", help="model name (else auto-detected from /v1/models)")
 @secret_options
@@ -136,7 +138,8 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...], placem
             duration_s=options["duration"], arrival=options["arrival"],
             burstiness=options["burstiness"], max_concurrency=options["max_concurrency"],
             warmup=options["warmup"], seed=options["seed"], max_tokens=options["max_tokens"],
-            temperature=options["temperature"], model=options["model"], api_key=options["api_key"],
+            temperature=options["temperature"], top_p=options["top_p"], top_k=options["top_k"],
+            model=options["model"], api_key=options["api_key"],
             headers=headers, tokenizer_path=options["tokenizer"], max_error_rate=options["max_error_rate"],
             think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     except ValidationError as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator, Literal
 
 from specgauge.client.endpoint import Endpoint, Timeouts  # re-exported: the runner's contract
+from specgauge.client.sampling import Sampling, request_seed
 from specgauge.errors import UserError
 
 __all__ = ["Endpoint", "Timeouts", "PointSpec", "PlannedRequest", "prompt_order", "iter_prompt_order",
@@ -52,6 +53,9 @@ class PointSpec:
     ignore_eos: bool = False   # ask the server to generate every max_tokens token
     think_time_ms: float = 0.0
     think_time_distribution: Literal["fixed", "exponential", "uniform"] = "fixed"
+    top_p: float | None = None   # None: not sent (the server's default)
+    top_k: int | None = None
+    sampling_seed: int | None = None   # at temperature > 0, request i sends seed request_seed(this, i)
 
     def __post_init__(self) -> None:
         if self.mode == "closed":
@@ -83,6 +87,16 @@ class PointSpec:
         if self.think_time_distribution not in ("fixed", "exponential", "uniform"):
             raise UserError(f"unknown think-time distribution {self.think_time_distribution!r} "
                             f"(fixed, exponential or uniform)")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise UserError(f"top-p must be in (0, 1] (got {self.top_p})")
+        if self.top_k is not None and self.top_k < -1:
+            raise UserError(f"top-k must be >= 1, or 0 or -1 for no cut (got {self.top_k})")
+
+    def sampling(self, request_index: int) -> Sampling:
+        """What request ``request_index`` asks of the sampler: its own seed only when it samples."""
+        seeded = self.sampling_seed is not None and self.temperature > 0
+        return Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+                        seed=request_seed(self.sampling_seed, request_index) if seeded else None)
 
     @property
     def pool_size(self) -> int:

@@ -100,7 +100,7 @@ async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite
         def send(request, request_index: int, scheduled: int):
             return send_request(session, endpoint, request, request_index=request_index,
                                 prompt_index=item.prompt_index, max_tokens=spec.max_tokens,
-                                temperature=spec.temperature, scheduled_ns=scheduled, timeouts=timeouts,
+                                sampling=spec.sampling(request_index), scheduled_ns=scheduled, timeouts=timeouts,
                                 ignore_eos=spec.ignore_eos)
 
         if not sessions:

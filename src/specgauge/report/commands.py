@@ -79,7 +79,7 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     """
     from specgauge.output_paths import check_output_file
     from specgauge.report.html import render_html, write_report
-    from specgauge.report.report_text import goodput_lines
+    from specgauge.report.report_text import distribution_lines, goodput_lines, temperature_lines
     from specgauge.report.terminal import run_table
     from specgauge.report.verdict_table import verdict_renderable
     from specgauge.store import Store
@@ -98,7 +98,10 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
     if run_view is not None:
         out.print(run_table(*run_view))
     out.print(verdict_renderable(data))
-    for line in goodput_lines(data.comparison.goodput if data.comparison is not None else None):
+    comparison = data.comparison
+    for line in (temperature_lines(comparison.by_temperature if comparison is not None else ())
+                 + goodput_lines(comparison.goodput if comparison is not None else None)
+                 + distribution_lines(comparison.losslessness.distribution if comparison is not None else None)):
         out.print(line, soft_wrap=True, markup=False, highlight=False)
     if html_path and not output_dir:
         written = [render_html(data, html_path)]

@@ -17,8 +17,8 @@ from specgauge.errors import UserError
 from specgauge.report.formatting import number, ratio_outcome, ratio_with_ci
 from specgauge.report.plots import Plot, arm_colour, build_plots, plot_svg, save_png
 from specgauge.report.report_data import ArmData, ReportData, report_from_compare
-from specgauge.report.report_text import (DEFINITIONS_SOURCE, crossover_sentence, goodput_slos, headline,
-                                          metric_definitions, recommendation_lines)
+from specgauge.report.report_text import (DEFINITIONS_SOURCE, crossover_sentence, distribution_lines, goodput_slos,
+                                          headline, metric_definitions, recommendation_lines, temperature_lines)
 
 if TYPE_CHECKING:
     from specgauge.analysis.results import CompareResult
@@ -306,6 +306,8 @@ def _warnings_section(data: ReportData) -> str:
         else:
             items.append(f'<li class="ok"><strong>lossless</strong>: all {lossless.compared} request pairs '
                          f"gave the same text at temperature 0.</li>")
+        items += [f"<li>{escape(line)}</li>" for line in distribution_lines(lossless.distribution)
+                  + temperature_lines(result.by_temperature)]
     for arm in data.arms:
         flagged = [p for p in arm.points if p.flagged]
         items += [f"<li><strong>{escape(arm.label)}, concurrency {p.concurrency}</strong>: "

@@ -287,6 +287,26 @@ def _accept_by_position(data: ReportData) -> Plot:
     return Plot(name, title, figure)
 
 
+def _speedup_by_temperature(data: ReportData) -> Plot:
+    """``compare --temperatures``: single-stream speedup per domain against temperature, with intervals."""
+    name, title = "speedup_by_temperature", "Single-stream speedup vs temperature"
+    rows = data.comparison.by_temperature if data.comparison is not None else ()
+    figure, axes = _figure()
+    for domain in sorted({r.domain for r in rows}):
+        points = sorted((r for r in rows if r.domain == domain and r.speedup is not None),
+                        key=lambda r: r.temperature or 0.0)
+        xs = [r.temperature or 0.0 for r in points]
+        lows = [r.speedup - (r.ci_low if r.ci_low is not None else r.speedup) for r in points]
+        highs = [(r.ci_high if r.ci_high is not None else r.speedup) - r.speedup for r in points]
+        axes.errorbar(xs, [r.speedup for r in points], yerr=[lows, highs], marker="o", capsize=4, label=domain)
+    axes.axhline(1.0, color=NEUTRAL_COLOUR, linestyle="--", linewidth=1.2, label="break-even (1.0×)")
+    axes.set_xlabel("sampling temperature (bars: 95% CI)")
+    axes.set_ylabel("speedup (×)")
+    axes.set_title(title)
+    axes.legend()
+    return Plot(name, title, figure)
+
+
 PLOT_BUILDERS: dict[str, Callable[[ReportData], Plot]] = {
     "throughput": _throughput,
     "speedup": _speedup,
@@ -302,14 +322,18 @@ ONE_ARM_PLOTS = tuple(n for n in PLOT_BUILDERS if n != "speedup")
 
 
 def plot_names(data: ReportData) -> tuple[str, ...]:
-    """The panels a report has: all of them for a comparison; no speedup panel for one run."""
-    return tuple(PLOT_BUILDERS) if data.comparison is not None else ONE_ARM_PLOTS
+    """The panels a report has: all of them for a comparison (the speedup by temperature only with
+    ``--temperatures``); no speedup panel for one run."""
+    if data.comparison is None:
+        return ONE_ARM_PLOTS
+    return tuple(PLOT_BUILDERS) + (("speedup_by_temperature",) if data.comparison.by_temperature else ())
 
 
 def build_plots(data: ReportData) -> list[Plot]:
     """Every panel of the report, in display order."""
+    builders = {**PLOT_BUILDERS, "speedup_by_temperature": _speedup_by_temperature}
     with _style():
-        return [PLOT_BUILDERS[name](data) for name in plot_names(data)]
+        return [builders[name](data) for name in plot_names(data)]
 
 
 _SVG_ID_REFERENCES = re.compile(r'(?P<head>\bid="|href="#|url\(#)(?P<id>[^")]+)')

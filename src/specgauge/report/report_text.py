@@ -6,7 +6,7 @@ import re
 
 from specgauge.analysis import definitions
 from specgauge.analysis.definitions import GOODPUT_METRICS
-from specgauge.analysis.results import Goodput
+from specgauge.analysis.results import DistributionCheck, Goodput, SingleStreamDomain
 from specgauge.report.formatting import number
 from specgauge.report.report_data import ReportData
 
@@ -104,4 +104,47 @@ def goodput_lines(goodput: Goodput | None) -> list[str]:
                          for name, arm in (("baseline", row.baseline), ("speculative", row.speculative)))
         ratio = "-" if row.goodput_ratio is None else f"{row.goodput_ratio:.2f}x"
         lines.append(f"  {row.stage}: {arms}; goodput ratio {ratio}")
+    return lines
+
+
+def distribution_lines(check: DistributionCheck | None) -> list[str]:
+    """The distribution check (``compare --samples-per-prompt``) in words: no detectable difference
+    with the shift it would have detected, or the positions and tokens that differ; and its cost."""
+    if check is None:
+        return []
+    if not check.checked:
+        return [f"losslessness above temperature 0: not checked ({check.reason})"]
+    where = (f"{check.prompts} prompt(s) x {check.samples_per_prompt} samples per arm at temperature "
+             f"{number(check.temperature, 'g')}, first {check.positions_tested} {check.tokens.split(' ')[0]}; "
+             f"p = {check.p_value:.3g}")
+    cost = (f"it cost {check.requests} requests" + (f" and {check.seconds / 60:.1f} arm-minutes"
+                                                    if check.seconds is not None else ""))
+    if not check.differs:
+        return [f"losslessness above temperature 0: no detectable difference ({check.samples} samples: {where}; a "
+                f"shift of {check.min_detectable_shift:.2f} in a token's probability would have been detected with "
+                f"80% power); {cost}"]
+    lines = [f"losslessness above temperature 0: speculation changes the output distribution ({where}); {cost}"]
+    for example in check.examples:
+        lines.append(f"  prompt {example.prompt_index}, position {example.position}: {example.token!r} in "
+                     f"{example.baseline_share:.0%} of baseline samples, {example.speculative_share:.0%} of "
+                     f"speculative ones (position p = {example.p_value:.3g}, Holm-adjusted)")
+    return lines
+
+
+def temperature_lines(rows: tuple[SingleStreamDomain, ...]) -> list[str]:
+    """``compare --temperatures``: single-stream speedup and acceptance per domain x temperature, each
+    with its 95% interval (none without --temperatures)."""
+    if not rows:
+        return []
+
+    def interval(low: float | None, high: float | None) -> str:
+        return "" if low is None or high is None else f" [{low:.2f}, {high:.2f}]"
+
+    lines = ["single stream per domain and temperature (speedup, acceptance length; 95% intervals):"]
+    for row in sorted(rows, key=lambda r: (r.domain, r.temperature or 0.0)):
+        speedup = "-" if row.speedup is None else f"{row.speedup:.2f}x{interval(row.ci_low, row.ci_high)}"
+        accept = ("-" if row.accept_length is None else
+                  f"{row.accept_length:.2f}{interval(*(row.accept_length_ci or (None, None)))}")
+        shown = number(row.temperature, "g")
+        lines.append(f"  {row.domain:<14} t={shown:<5} speedup {speedup:<22} acceptance {accept}")
     return lines

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from specgauge.cli_options import (CommaList, db_option, request_count_options, secret_options, think_time_options,
+from specgauge.cli_options import (CommaList, db_option, request_count_options, sampling_options, secret_options,
+                                   think_time_options,
                                    verify_option, warmup_option)
 from specgauge.client.endpoint import API_NAMES
 from specgauge.tokenizer_option import TokenizerPath
@@ -61,6 +62,7 @@ def _url_arms(ctx, param, values):
 @request_count_options(min_requests=8, requests_per_user=2, scope="point (each depth, each round)")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@sampling_options
 @warmup_option
 @think_time_options
 @click.option("--min-rounds", type=click.IntRange(min=1), default=2, show_default=True,
@@ -136,6 +138,7 @@ def tune_command(**options) -> None:
                     num_requests=options["num_requests"], requests_per_user=options["requests_per_user"],
                     min_requests=options["min_requests"], api_key=options["api_key"], headers=options["headers"],
                     max_tokens=options["max_tokens"], seed=options["seed"], warmup=options["warmup"],
+                    temperature=options["temperature"], top_p=options["top_p"], top_k=options["top_k"],
                     min_rounds=options["min_rounds"], max_rounds=options["max_rounds"], verify=verify,
                     verify_rounds=options["verify_rounds"], engine_args=options["engine_args"], algorithm=algorithm,
                     max_batch_size=options["max_batch_size"], start_timeout_s=options["start_timeout"],

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from specgauge.client.sampling import describe_sampling
 from specgauge.errors import UserError
 from specgauge.load.length_bands import BandSuite, band_label, build_band_suites, check_fit
 from specgauge.load.bench import close_run, open_run, run_point_at
@@ -52,6 +53,9 @@ class TunePlan:
     min_requests: int = 8
     max_tokens: int | None = 64
     seed: int = 0
+    temperature: float = 0.0             # --temperature, --top-p, --top-k: what every request asks of the sampler
+    top_p: float | None = None
+    top_k: int | None = None
     warmup: int = 1
     min_rounds: int = 2
     max_rounds: int = 4
@@ -174,7 +178,8 @@ def _bench_config(plan: TunePlan, url: str, cell: Cell, suites: dict) -> BenchCo
     suite = suites[cell.band].suite_ref if cell.band is not None else plan.suite
     return BenchConfig(url=url, api=plan.api, suite=suite, concurrency=(cell.concurrency,),
                        num_requests=plan.requests_at(cell.concurrency), warmup=plan.warmup, seed=plan.seed,
-                       max_tokens=plan.max_tokens, model=plan.model, tokenizer_path=plan.tokenizer,
+                       max_tokens=plan.max_tokens, temperature=plan.temperature, top_p=plan.top_p,
+                       top_k=plan.top_k, model=plan.model, tokenizer_path=plan.tokenizer,
                        api_key=plan.api_key, headers=plan.headers,
                        think_time_ms=plan.think_time_ms, think_time_distribution=plan.think_time_distribution)
 
@@ -273,8 +278,22 @@ def _result(plan: TunePlan, arms: list[TuneArm], points: list[PointMeasure], cho
     where = "concurrency" if not plan.bands else "concurrency@band"
     notes = [f"still uncertain after {plan.max_rounds} rounds at {where} {cell_label(c.cell)}: {c.why}"
              for c in choices if c.uncertain]
+    notes.append(f"measured at {describe_sampling(plan.temperature, plan.top_p, plan.top_k)}: acceptance, and "
+                 f"so the best depth, changes with temperature; tune at the temperature you serve")
+    if (random_note := _random_prompts_note(plan, band_suites)) is not None:
+        notes.append(random_note)
     return TuneResult(tuple(choices), schedule, tuple(points), measured, full, rounds_by_cell, notes=tuple(notes),
                       band_suites=band_suites)
+
+
+def _random_prompts_note(plan: TunePlan, band_suites: tuple[BandSuite, ...]) -> str | None:
+    """The warning when the prompts measured (the bands' suites, else ``plan.suite``) hold random tokens."""
+    from specgauge.analysis.health import random_prompts_message
+    from specgauge.suites.registry import load_suite
+
+    suites = [load_suite(b.suite_ref) for b in band_suites] if band_suites else [load_suite(plan.suite)]
+    requests = [r for suite in suites for r in suite.requests]
+    return random_prompts_message(sum(r.source == "random" for r in requests), len(requests), "this tune")
 
 
 def best_fixed_depth(choices: tuple[CellChoice, ...]) -> int | None:

@@ -7,6 +7,7 @@ the hot path (called for every SSE event): it parses only the fields it needs.
 from __future__ import annotations
 
 from specgauge.client.records import ErrorClass, RequestRecord
+from specgauge.client.sampling import Sampling
 from specgauge.suites.model import SuiteRequest
 
 
@@ -110,9 +111,11 @@ class Adapter:
     path = ""
 
     def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
-                   temperature: float, tokenizer_path: str | None = None, ignore_eos: bool = False) -> dict:
-        """The JSON body for ``request`` (streaming on); ``ignore_eos`` asks the server to generate
-        exactly ``max_tokens`` (sent only when true)."""
+                   sampling: Sampling = Sampling(), tokenizer_path: str | None = None,
+                   ignore_eos: bool = False) -> dict:
+        """The JSON body for ``request`` (streaming on) with ``sampling``'s fields
+        (:mod:`specgauge.client.sampling`); ``ignore_eos`` asks the server to generate exactly
+        ``max_tokens`` (sent only when true)."""
         raise NotImplementedError
 
     def on_data(self, data: str, t_ns: int, record: RequestRecord, state: StreamState) -> None:

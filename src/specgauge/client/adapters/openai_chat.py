@@ -5,6 +5,7 @@ from __future__ import annotations
 from specgauge.client.adapters.base import Adapter, StreamState, add_chunk, finished_without_text
 from specgauge.client.adapters.openai_common import parse_openai_event
 from specgauge.client.records import RequestRecord
+from specgauge.client.sampling import Sampling
 from specgauge.suites.model import SuiteRequest
 
 
@@ -17,12 +18,13 @@ class OpenAIChatAdapter(Adapter):
     path = "/v1/chat/completions"
 
     def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
-                   temperature: float, tokenizer_path: str | None = None, ignore_eos: bool = False) -> dict:
+                   sampling: Sampling = Sampling(), tokenizer_path: str | None = None,
+                   ignore_eos: bool = False) -> dict:
         if request.messages is not None:
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
         else:
             messages = [{"role": "user", "content": request.prompt}]
-        body = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature,
+        body = {"messages": messages, "max_tokens": max_tokens, **sampling.fields(),
                 "stream": True, "stream_options": {"include_usage": True}}
         if model is not None:
             body["model"] = model

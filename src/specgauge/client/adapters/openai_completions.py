@@ -6,6 +6,7 @@ from specgauge.client.adapters.base import Adapter, StreamState, add_chunk, fini
 from specgauge.client.adapters.openai_common import parse_openai_event
 from specgauge.client.prompts import prompt_text
 from specgauge.client.records import RequestRecord
+from specgauge.client.sampling import Sampling
 from specgauge.suites.model import SuiteRequest
 
 
@@ -16,9 +17,10 @@ class OpenAICompletionsAdapter(Adapter):
     path = "/v1/completions"
 
     def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
-                   temperature: float, tokenizer_path: str | None = None, ignore_eos: bool = False) -> dict:
+                   sampling: Sampling = Sampling(), tokenizer_path: str | None = None,
+                   ignore_eos: bool = False) -> dict:
         body = {"prompt": prompt_text(request, tokenizer_path), "max_tokens": max_tokens,
-                "temperature": temperature, "stream": True, "stream_options": {"include_usage": True}}
+                **sampling.fields(), "stream": True, "stream_options": {"include_usage": True}}
         if model is not None:
             body["model"] = model
         if ignore_eos:  # a top-level extra: vLLM (vllm/benchmarks/lib/endpoint_request_func.py sends it so)

@@ -15,6 +15,7 @@ from specgauge.client.adapters.base import (Adapter, EventError, StreamState, ad
                                             copy_spec_fields, copy_token_counts, server_error_message)
 from specgauge.client.prompts import prompt_text
 from specgauge.client.records import ErrorClass, RequestRecord
+from specgauge.client.sampling import Sampling
 from specgauge.suites.model import SuiteRequest
 
 # (correct, proposed) count pairs, newest name first; histograms likewise.
@@ -122,11 +123,12 @@ class SGLangAdapter(Adapter):
     path = "/generate"
 
     def build_body(self, request: SuiteRequest, *, model: str | None, max_tokens: int,
-                   temperature: float, tokenizer_path: str | None = None, ignore_eos: bool = False) -> dict:
-        sampling = {"max_new_tokens": max_tokens, "temperature": temperature}
+                   sampling: Sampling = Sampling(), tokenizer_path: str | None = None,
+                   ignore_eos: bool = False) -> dict:
+        params = {"max_new_tokens": max_tokens, **sampling.fields(seed_name="sampling_seed")}
         if ignore_eos:  # SGLang's sampling_params.ignore_eos (python/sglang/bench_serving.py sends it so)
-            sampling["ignore_eos"] = True
-        return {"text": prompt_text(request, tokenizer_path), "stream": True, "sampling_params": sampling}
+            params["ignore_eos"] = True
+        return {"text": prompt_text(request, tokenizer_path), "stream": True, "sampling_params": params}
 
     def on_data(self, data: str, t_ns: int, record: RequestRecord, state: StreamState) -> None:
         try:

@@ -46,6 +46,10 @@ class EngineMetrics:
                                              "Accepted draft tokens by position in the draft.", ["position"], registry=r)
         for position in range(max_drafts):
             self.spec_accepted_per_pos.labels(position=str(position))
+        # newer vLLM's drafts by their length (client/server_metrics.py reads it): the depth that ran
+        self.spec_drafts_by_length = Counter("vllm:spec_decode_num_drafts_by_draft_length",
+                                             "Verifies by the number of draft tokens they verified.", ["draft_length"],
+                                             registry=r)
         self.spec_accept_length = Gauge("sglang:spec_accept_length",
                                         "Tokens emitted per verify since start (accepted + 1).", registry=r)
         self.spec_accept_rate = Gauge("sglang:spec_accept_rate",
@@ -79,6 +83,7 @@ class EngineMetrics:
             self.spec_correct += correct
             if proposed:
                 self.spec_drafts.inc()
+                self.spec_drafts_by_length.labels(draft_length=str(proposed)).inc()
                 self.spec_draft_tokens.inc(proposed)
                 self.spec_accepted_tokens.inc(correct)
                 for position in range(correct):

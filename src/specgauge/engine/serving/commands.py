@@ -35,6 +35,26 @@ def _schedule(ctx, param, value):
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+TESTING_FAULTS = ("accept-bias",)
+
+
+def _testing_fault(ctx, param, value):
+    """``accept-bias=F`` → F (a float > 0); None when not given. One line on anything else."""
+    if value is None:
+        return None
+    name, sep, number = value.partition("=")
+    if name.strip() not in TESTING_FAULTS or not sep:
+        raise click.BadParameter(f"{value!r}: must be accept-bias=F (F > 0, e.g. accept-bias=1.5)", ctx=ctx,
+                                 param=param)
+    try:
+        factor = float(number)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: {number.strip()!r} is not a number", ctx=ctx, param=param) from None
+    if not (factor > 0 and factor < float("inf")):
+        raise click.BadParameter(f"{value!r}: F must be a finite number > 0", ctx=ctx, param=param)
+    return factor
+
+
 def _model(ctx, param, value: str | None) -> tuple[Path, ShippedModel | None]:
     """``--model``: an existing directory wins, else a shipped name (vLLM's --model: a local path or a
     repo id); neither → one line listing the shipped names. None → the default shipped model."""
@@ -141,6 +161,10 @@ def serving_threads() -> int:
               help="Draft tokens by batch size (and context length), vLLM's num_speculative_tokens_per_batch_size "
                    "form: a JSON list of [bs_lo, bs_hi, K] or [bs_lo, bs_hi, ctx_lo, ctx_hi, K]; K 0 = no drafting, "
                    "clamped to the draft depth; a gap inherits the previous entry's K.")
+@click.option("--testing-fault", "accept_bias", default=None, callback=_testing_fault, metavar="accept-bias=F",
+              help="For tests of specgauge itself: a wrong sampler. accept-bias=F multiplies each drafted token's "
+                   "acceptance probability by F (clamped to 1) at temperature > 0, shifting the output distribution "
+                   "(compare --samples-per-prompt must flag it).")
 def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device: str, dtype: str, weight_packing: str, served_model_name: str,
           max_model_len: int | None, max_running_requests: int, max_waiting_requests: int,
           max_tokens_per_step: int, block_size: int, num_blocks: int | None, api_key: str | None,
@@ -149,7 +173,7 @@ def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device:
           speculative_algorithm: str, speculative_draft_model_path: Path | None, speculative_num_steps: int,
           speculative_eagle_topk: int, speculative_num_draft_tokens: int | None,
           speculative_disable_above: int | None, speculative_min_draft_prob: float,
-          speculative_adaptive: bool, speculative_schedule: tuple | None) -> None:
+          speculative_adaptive: bool, speculative_schedule: tuple | None, accept_bias: float | None) -> None:
     """Serve a model with the embedded engine (OpenAI + SGLang-native routes), in the foreground."""
     require_extra("engine", "torch", "safetensors", "tokenizers", "fastapi", "uvicorn", "jinja2",
                   "prometheus_client", "orjson")
@@ -176,7 +200,7 @@ def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device:
             eagle_topk=speculative_eagle_topk, num_draft_tokens=speculative_num_draft_tokens,
             draft_model_path=str(speculative_draft_model_path) if speculative_draft_model_path else None,
             disable_above=speculative_disable_above, adaptive=speculative_adaptive, schedule=speculative_schedule,
-            min_draft_prob=speculative_min_draft_prob),
+            min_draft_prob=speculative_min_draft_prob, accept_bias=accept_bias or 1.0),
     )
     config.validate()  # bad flags fail with one line before anything loads
     sock = bind_or_explain(host, port)  # a busy port or a bad host, too

@@ -40,7 +40,7 @@ def build_speculation(spec: SpeculativeConfig, model: LlamaForCausalLM, cache: K
                       packing: str = "none") -> tuple[SpeculativeRunner, SpeculationController]:
     """A speculative runner over the engine's model and pool, and the controller choosing k."""
     drafter = build_drafter(spec, model, blocks, device, dtype, packing)
-    runner = SpeculativeRunner(model, cache, blocks, drafter)
+    runner = SpeculativeRunner(model, cache, blocks, drafter, accept_bias=spec.accept_bias)
     controller = SpeculationController.build(spec.max_drafts, spec.is_tree, spec.disable_above, spec.adaptive,
                                              self_cutting=spec.algorithm == "EAGLE3" and spec.min_draft_prob > 0,
                                              schedule=spec.schedule)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,9 @@ class SpeculativeConfig:
       ``specgauge.speculation_schedule.normalize_schedule``; K clamped to ``max_drafts``.
     * ``min_draft_prob``: an EAGLE-3 chain stops growing after a draft token whose draft
       probability is below this (0 = always draft ``num_steps``); ours, not SGLang's.
+    * ``accept_bias``: a testing fault (``--testing-fault accept-bias=F``): at temperature > 0 each
+      drafted token's acceptance probability is multiplied by F (clamped to 1), a wrong sampler
+      that the distribution check of ``compare --samples-per-prompt`` must catch; 1 = correct.
     """
 
     algorithm: str = "NONE"
@@ -40,6 +44,7 @@ class SpeculativeConfig:
     min_draft_prob: float = 0.0
     ngram_max_n: int = 3
     ngram_min_n: int = 1
+    accept_bias: float = 1.0
 
     @property
     def enabled(self) -> bool:
@@ -95,6 +100,10 @@ class SpeculativeConfig:
             if self.is_tree and any(0 < k < self.max_drafts for *_, k in self.schedule):
                 raise ValueError(f"a tree drafts its {self.max_drafts} tokens or none: --speculative-schedule K "
                                  f"must be 0 or >= {self.max_drafts} with --speculative-eagle-topk > 1")
+        if not (self.accept_bias > 0 and math.isfinite(self.accept_bias)):
+            raise ValueError(f"--testing-fault accept-bias must be a finite number > 0; got {self.accept_bias}")
+        if self.accept_bias != 1.0 and not self.enabled:
+            raise ValueError("--testing-fault accept-bias needs --speculative-algorithm EAGLE3 or NGRAM")
         if not 0.0 <= self.min_draft_prob < 1.0:
             raise ValueError(f"--speculative-min-draft-prob must be in [0, 1); got {self.min_draft_prob}")
         if not 1 <= self.ngram_min_n <= self.ngram_max_n:

@@ -34,9 +34,10 @@ def is_decode(seq: ScheduledSeq) -> bool:
 class SpeculativeRunner(ModelRunner):
     """A :class:`ModelRunner` whose decode steps draft and verify (see the module docstring)."""
 
-    def __init__(self, model, cache, blocks, drafter) -> None:
+    def __init__(self, model, cache, blocks, drafter, accept_bias: float = 1.0) -> None:
         super().__init__(model, cache, blocks)
         self.drafter = drafter
+        self.accept_bias = accept_bias   # a testing fault above 1 (verify.accept_sampled); 1: correct
 
     def slots_needed(self, k: int) -> int:
         """KV slots a decoding request needs beyond its next token for ``k`` drafts (the drafter's)."""
@@ -176,7 +177,7 @@ class SpeculativeRunner(ModelRunner):
                 ensure_generator(request, self.device)
                 try:  # a failure here is this request's (its parameters, its random stream)
                     probs = probabilities(logits[rows], [request.params] * (len(tree) + 1))  # (1+M, V)
-                    verdicts[id(seq)] = accept_sampled(tree, probs, request.generator)
+                    verdicts[id(seq)] = accept_sampled(tree, probs, request.generator, self.accept_bias)
                 except Exception as exc:  # noqa: BLE001
                     raise RequestError([request.request_id], f"{type(exc).__name__}: {exc}") from None
         return verdicts

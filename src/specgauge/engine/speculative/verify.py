@@ -46,9 +46,15 @@ def accept_greedy(tree: DraftTree, target_argmax: list[int]) -> Verdict:
         node = match
 
 
-def accept_sampled(tree: DraftTree, target_probs: torch.Tensor, generator: torch.Generator | None) -> Verdict:
+def accept_sampled(tree: DraftTree, target_probs: torch.Tensor, generator: torch.Generator | None,
+                   accept_bias: float = 1.0) -> Verdict:
     """Rejection sampling over the tree: ``target_probs`` (1+M, V) is the target's sampling
-    distribution after each verify node (temperature/top-k/top-p applied)."""
+    distribution after each verify node (temperature/top-k/top-p applied).
+
+    ``accept_bias``: a testing fault (``specgauge serve --testing-fault accept-bias=F``): each
+    drafted token's acceptance probability is multiplied by it (clamped to 1) — a wrong sampler
+    that shifts the output distribution toward the drafts, for tests of the distribution check.
+    1 is the correct sampler."""
     children = tree.children()
     node, path = 0, []
     while True:
@@ -57,7 +63,7 @@ def accept_sampled(tree: DraftTree, target_probs: torch.Tensor, generator: torch
         for child in children[node]:
             token = tree.tokens[child - 1]
             total = float(residual.sum())
-            chance = float(residual[token]) / total if total > 0 else 0.0
+            chance = min(1.0, accept_bias * float(residual[token]) / total) if total > 0 else 0.0
             if chance > 0 and float(torch.rand((), generator=generator, device=residual.device)) < chance:
                 path.append(child)
                 node, moved = child, True
