@@ -35,7 +35,8 @@ def test_a_table_per_domain_and_temperature(tmp_path):
     assert "Measured at temperature 0.7, top-p 0.9" in done.stdout
     assert "single stream per domain and temperature" in done.stdout and "t=0.7" in done.stdout
     assert "single stream per domain and temperature" in (tmp_path / "out" / "report.html").read_text()
-    assert (tmp_path / "out" / "plots" / "speedup_by_temperature.png").stat().st_size > 0
+    for plot in ("speedup_by_temperature", "accept_by_temperature"):
+        assert (tmp_path / "out" / "plots" / f"{plot}.png").stat().st_size > 0
     # greedy stages are compared text for text; sampled ones are not
     assert verdict["losslessness"]["checked"] and verdict["losslessness"]["compared"] == 2 * 4 * 2 // 2
     sampled = [b for b in bodies if b["temperature"] > 0]

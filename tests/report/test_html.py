@@ -397,3 +397,24 @@ def test_losslessness_lines(recorded, losslessness, expected):
     data = report_from_compare(result)
     page = scan(html_document(data, build_plots(data)))
     assert " ".join(page.text_by_section["warnings"].split()) == "Losslessness and health" + expected
+
+
+def test_the_temperature_panels_plot_speedup_and_acceptance_per_domain(recorded):
+    """With ``compare --temperatures`` the report adds speedup and acceptance against temperature;
+    a server reporting no acceptance gets the "no data" panel, not an empty axis."""
+    from specgauge.analysis.results import SingleStreamDomain
+
+    def row(domain: str, temperature: float, accept: float | None) -> SingleStreamDomain:
+        return SingleStreamDomain(domain=domain, baseline_tok_s=30.0, speculative_tok_s=45.0, speedup=1.5,
+                                  ci_low=1.2, ci_high=1.8, accept_length=accept, temperature=temperature)
+
+    rows = tuple(row(d, t, a) for d in ("coding", "encyclopedic") for t, a in ((0.0, 2.9), (0.7, 1.3)))
+    plots = {p.name: p for p in build_plots(report_from_compare(recorded.model_copy(update={"by_temperature": rows})))}
+    assert list(plots)[-2:] == ["speedup_by_temperature", "accept_by_temperature"]
+    accept = plots["accept_by_temperature"]
+    assert accept.missing is None
+    lines = {line.get_label(): list(line.get_ydata()) for line in accept.figure.axes[0].get_lines()}
+    assert lines["coding"] == [2.9, 1.3] and lines["encyclopedic"] == [2.9, 1.3]
+    silent = tuple(r.model_copy(update={"accept_length": None}) for r in rows)
+    plots = build_plots(report_from_compare(recorded.model_copy(update={"by_temperature": silent})))
+    assert plots[-1].name == "accept_by_temperature" and "reported no acceptance" in plots[-1].missing

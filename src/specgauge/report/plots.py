@@ -307,6 +307,29 @@ def _speedup_by_temperature(data: ReportData) -> Plot:
     return Plot(name, title, figure)
 
 
+def _accept_by_temperature(data: ReportData) -> Plot:
+    """``compare --temperatures``: the speculative arm's mean acceptance length per domain against
+    temperature (tokens per verify step; 1.0 = nothing drafted was kept)."""
+    name, title = "accept_by_temperature", "Acceptance length vs temperature"
+    rows = [r for r in (data.comparison.by_temperature if data.comparison is not None else ())
+            if r.accept_length is not None]
+    if not rows:
+        return _no_data(name, title, "the speculative arm reported no acceptance at any temperature")
+    figure, axes = _figure()
+    for domain in sorted({r.domain for r in rows}):
+        points = sorted((r for r in rows if r.domain == domain),
+                        key=lambda r: r.temperature or 0.0)
+        axes.plot([r.temperature or 0.0 for r in points], [r.accept_length for r in points], marker="o",
+                  label=domain)
+    axes.axhline(1.0, color=NEUTRAL_COLOUR, linestyle="--", linewidth=1.2, label="no draft kept (1.0)")
+    axes.set_xlabel("sampling temperature")
+    axes.set_ylabel("acceptance length (tokens per verify)")
+    axes.set_ylim(bottom=0)
+    axes.set_title(title)
+    axes.legend()
+    return Plot(name, title, figure)
+
+
 PLOT_BUILDERS: dict[str, Callable[[ReportData], Plot]] = {
     "throughput": _throughput,
     "speedup": _speedup,
@@ -319,19 +342,21 @@ PLOT_BUILDERS: dict[str, Callable[[ReportData], Plot]] = {
     "accept_by_position": _accept_by_position,
 }
 ONE_ARM_PLOTS = tuple(n for n in PLOT_BUILDERS if n != "speedup")
+TEMPERATURE_PLOTS = ("speedup_by_temperature", "accept_by_temperature")   # only with compare --temperatures
 
 
 def plot_names(data: ReportData) -> tuple[str, ...]:
-    """The panels a report has: all of them for a comparison (the speedup by temperature only with
-    ``--temperatures``); no speedup panel for one run."""
+    """The panels a report has: all of them for a comparison (speedup and acceptance by temperature
+    only with ``--temperatures``); no speedup panel for one run."""
     if data.comparison is None:
         return ONE_ARM_PLOTS
-    return tuple(PLOT_BUILDERS) + (("speedup_by_temperature",) if data.comparison.by_temperature else ())
+    return tuple(PLOT_BUILDERS) + (TEMPERATURE_PLOTS if data.comparison.by_temperature else ())
 
 
 def build_plots(data: ReportData) -> list[Plot]:
     """Every panel of the report, in display order."""
-    builders = {**PLOT_BUILDERS, "speedup_by_temperature": _speedup_by_temperature}
+    builders = {**PLOT_BUILDERS, "speedup_by_temperature": _speedup_by_temperature,
+                "accept_by_temperature": _accept_by_temperature}
     with _style():
         return [builders[name](data) for name in plot_names(data)]
 
