@@ -66,6 +66,7 @@ def generate_responses(target_dir: Path, prompts: list[list[int]], config: Regen
     """Responses of the target (``target_dir``, HF layout with tokenizer) to ``prompts``, each
     ending with its EOS token when it stopped on one; batched by the engine (``max_running``)."""
     from specgauge.engine.core.engine import Engine, EngineConfig
+    from specgauge.engine.core.malloc import restore_malloc_defaults
     from specgauge.engine.core.scheduler import SchedulerConfig
 
     if not prompts:
@@ -80,6 +81,9 @@ def generate_responses(target_dir: Path, prompts: list[list[int]], config: Regen
         return complete_all(engine, prompts, config.max_new_tokens, config.temperature, config.seed, on_done)
     finally:
         engine.stop()
+        # this process goes on to keep the target's outputs and train: the server's allocator
+        # tuning would fragment its heap to several times what it holds
+        restore_malloc_defaults()
 
 
 def complete_all(engine, prompts: list[list[int]], max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
