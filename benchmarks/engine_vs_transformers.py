@@ -29,22 +29,19 @@ from specgauge.suites.registry import load_suite  # noqa: E402
 
 
 def engine_decode(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, list[int]]:
-    """Seconds per decode step of one greedy request alone (first step, the prefill, excluded)."""
-    out: list[int] = []
-    def sink(event) -> None:
-        out.extend(event.token_ids)
-        if event.finished and isinstance(event.matched_stop, int):
-            out.append(event.matched_stop)   # the EOS that stopped it, as generate() returns it
-
-    engine.submit("r", prompt, SamplingParams(max_tokens=tokens, temperature=0.0), sink)
+    """Seconds per decode step of one greedy request alone (first step, the prefill, excluded),
+    and its output ids. The engine is stepped here, without its thread: what a step produced comes
+    back as its updates (sinks are called by the thread's loop only)."""
+    engine.submit(engine.new_request_id("bench"), prompt, SamplingParams(max_tokens=tokens, temperature=0.0),
+                  lambda event: None)
     engine.drain_inbox(block=False)
-    engine.step()
+    updates = engine.step()
     steps = []
     while engine.scheduler.has_work:
         started = time.perf_counter()
-        engine.step()
+        updates = engine.step() or updates
         steps.append(time.perf_counter() - started)
-    return statistics.median(steps), out
+    return statistics.median(steps), list(updates[0].request.output_ids)
 
 
 def transformers_decode(model, prompt: list[int], tokens: int) -> tuple[float, list[int]]:
