@@ -3,7 +3,7 @@ incremental detokenization, stop strings)."""
 
 import torch
 
-from specgauge.engine.core.sampling import make_generator, sample
+from specgauge.engine.core.sampling import greedy_tokens, make_generator, sample
 from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.models.tokenizer import EngineTokenizer, TextState
 
@@ -17,6 +17,20 @@ def test_greedy_rows_take_the_argmax_beside_sampled_rows():
     logits = torch.tensor([[0.1, 3.0, 0.2], [5.0, 0.0, 0.0]])
     params = [SamplingParams(temperature=0.0), SamplingParams(temperature=1.0, top_k=1)]
     assert sample(logits, params, [None, None]) == [1, 0]
+
+
+def test_greedy_tokens_take_the_first_index_on_ties_as_argmax_does():
+    torch.manual_seed(0)
+    kept = torch.get_num_threads()
+    for dtype in (torch.bfloat16, torch.float32):
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            ties = torch.randint(0, 3, (64, 4096)).to(dtype)  # every row ties at its maximum many times
+            assert torch.equal(greedy_tokens(ties), ties.argmax(-1))
+            one = torch.zeros(2, 50, dtype=dtype)
+            one[0, [7, 9, 40]] = 1.0
+            assert greedy_tokens(one).tolist() == [7, 0]
+    torch.set_num_threads(kept)
 
 
 def test_top_k_and_top_p_restrict_the_support():

@@ -19,7 +19,7 @@ import torch
 
 from specgauge.engine.core.batch_layout import Segment, lay_out
 from specgauge.engine.core.model_runner import ModelRunner, ensure_generator, sample_requests
-from specgauge.engine.core.sampling import probabilities
+from specgauge.engine.core.sampling import greedy_tokens, probabilities
 from specgauge.engine.core.scheduler import RequestError, ScheduledBatch, ScheduledSeq, SeqOutput
 from specgauge.engine.speculative.step_report import StepReport
 from specgauge.engine.speculative.tree import DraftTree
@@ -154,7 +154,7 @@ class SpeculativeRunner(ModelRunner):
         """Greedy or rejection-sampling acceptance per sequence (its logits rows from
         ``logit_offsets[i]`` on); plain sequences sample one token."""
         verdicts: dict[int, Verdict] = {}
-        argmax = logits.argmax(-1).tolist() if trees else []  # (M,); only verifies read it
+        argmax = greedy_tokens(logits).tolist() if trees else []  # (M,); only verifies read it
         plain = [(seq, row) for seq, seg, row in zip(seqs, segments, logit_offsets)
                  if not trees.get(id(seq)) and seg.logit_rows]
         if plain:
