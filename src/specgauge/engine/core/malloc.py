@@ -25,20 +25,27 @@ DEFAULT_TRIM_THRESHOLD = 128 * 1024
 _done = False
 
 
+def _glibc() -> ctypes.CDLL | None:
+    """glibc with ``mallopt`` typed, or None where there is none (macOS, musl)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt.argtypes, libc.mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
 def keep_freed_memory() -> bool:
     """Tune glibc's allocator once per process; False where there is no glibc (macOS, musl)."""
     global _done
     if _done:
         return True
-    if not sys.platform.startswith("linux"):
+    libc = _glibc()
+    if libc is None:
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    _done = bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 2**30))
+    _done = bool(libc.mallopt(M_MMAP_MAX, 0)) and bool(libc.mallopt(M_TRIM_THRESHOLD, 2**30))
     return _done
 
 
@@ -46,10 +53,9 @@ def restore_malloc_defaults() -> bool:
     """Undo :func:`keep_freed_memory` (large blocks mmap'd again, the heap trimmed back) once the
     engine that wanted it has stopped; False where nothing was tuned."""
     global _done
-    if not _done:
+    libc = _glibc() if _done else None
+    if libc is None:
         return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    libc.mallopt.argtypes, libc.mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     libc.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)
     libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
     libc.malloc_trim.argtypes, libc.malloc_trim.restype = (ctypes.c_size_t,), ctypes.c_int
