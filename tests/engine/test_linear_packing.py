@@ -18,10 +18,10 @@ from specgauge.errors import UserError
 from engine_testkit import wait_idle
 
 needs_fbgemm = pytest.mark.skipif(not fp16_packing_supported(), reason="this torch build has no FBGEMM fp16 matmul")
-# The reordered product's bits (the same at every row count, equal to F.linear's one-row product)
-# were probed on CPUs with AMX; elsewhere the engine follows its own probe (batch_invariant).
-probed_onednn = pytest.mark.skipif(not (onednn_packing_supported() and has_amx_bf16()),
-                                   reason="the reordered bf16 product's bits were probed on CPUs with AMX only")
+# The reordered product's bits: the same at every row count wherever oneDNN runs it (a lone row
+# goes through as two where its shape's one-row kernel sums differently: AVX512-BF16 without AMX);
+# equal to F.linear's one-row product too on CPUs with AMX, where that was probed.
+probed_onednn = pytest.mark.skipif(not onednn_packing_supported(), reason="this torch build or CPU has no oneDNN bf16 matmul")
 CPU = torch.device("cpu")
 
 
@@ -76,20 +76,23 @@ def test_auto_packs_bf16_valued_fp32_weights_and_reorders_bf16_ones_on_cpu():
 
 
 @probed_onednn
-@pytest.mark.parametrize("shape", [(1024, 320), (320, 512), (320, 864), (1024, 640)])
+@pytest.mark.parametrize("shape", [(1024, 320), (320, 512), (320, 864), (1024, 640), (576, 1536)])
 def test_reordered_bf16_weights_give_a_row_the_same_bits_at_every_row_count(shape):
-    """A row's product with reordered weights is its one-row F.linear product at any row count
-    (1-129 and 300 rows): ``onednn`` decodes what ``none`` decodes one row at a time, and is
-    batch-invariant where plain bf16 F.linear is not (inner dimensions of 512 and more, at 33-319
-    rows, on a CPU with AMX)."""
+    """A row's product with reordered weights is the same bits at any row count (1-129 and 300
+    rows) as alone: batch-invariant where plain bf16 F.linear is not (inner dimensions of 512 and
+    more, at 33-319 rows, on a CPU with AMX), and where oneDNN's own one-row kernel sums otherwise
+    (576 x 1,536, SmolLM2's down projection, on AVX512-BF16 without AMX). On a CPU with AMX it is
+    also F.linear's one-row product: ``onednn`` decodes what ``none`` decodes one row at a time."""
     generator = torch.Generator().manual_seed(shape[1])
     weight = (torch.randn(*shape, generator=generator) * 0.05).bfloat16()
     packed = PackedOneDNN(weight)
     x = torch.randn(300, shape[1], generator=generator).bfloat16()
-    alone = torch.cat([F.linear(x[i:i + 1], weight) for i in range(300)])
+    alone = torch.cat([linear(x[i:i + 1], packed) for i in range(300)])
     for rows in (*range(1, 130), 300):
         assert torch.equal(linear(x[:rows], packed), alone[:rows]), rows
     assert linear_is_batch_invariant(packed)
+    if has_amx_bf16():
+        assert torch.equal(alone, torch.cat([F.linear(x[i:i + 1], weight) for i in range(300)]))
 
 
 def test_engine_refuses_onednn_packing_where_it_does_not_apply(tiny_model_dir):

@@ -62,17 +62,20 @@ class PackedOneDNN:
     1,024 rows, ``benchmarks/linear_packing.py --dtype bfloat16`` and tests/engine/test_linear_packing.py):
     the reordered product gives a row the same bits at every row count up to ``ONEDNN_ROW_SLICE``
     and beyond for inner dimensions below 1,024 (so :func:`linear` slices larger steps), equal to
-    ``F.linear``'s one-row product; ``F.linear`` on the plain weight does not — for inner dimensions of 512 and
+    ``F.linear``'s one-row product (on an AMD EPYC with AVX512-BF16 and no AMX, one shape's
+    one-row kernel sums otherwise: :func:`single_row_sums_differently`, so a lone row goes
+    through as two); ``F.linear`` on the plain weight does not — for inner dimensions of 512 and
     more it sums differently at 33 to 319 rows (to 704 rows for 640), so a 40-row step's token
     differs in its last bits from the same token decoded alone. Whether a model's matmuls are
     batch-invariant is probed for each of its shapes (``LlamaForCausalLM.prepare_for_inference``)."""
 
-    __slots__ = ("packed", "shape")
+    __slots__ = ("packed", "shape", "pad_single_row")
 
     def __init__(self, weight: torch.Tensor) -> None:
         if not onednn_packing_supported():
             raise RuntimeError("this torch build or CPU has no oneDNN bf16 matmul on reordered weights")
         self.shape = tuple(weight.shape)
+        self.pad_single_row = single_row_sums_differently(self.shape)
         # the batch-size hint picks oneDNN's layout; one made for 1 row (a decode) served 1-32 rows
         # as fast as one made for their own count (a one-off measure, all 25 matrices of a
         # specgauge-9m-4k step: 1.22 against 1.22 ms at 1 row, 1.49 against 1.56 ms at 32)
@@ -83,12 +86,38 @@ def _reordered_product(x: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
 
+@functools.cache
+def single_row_sums_differently(shape: tuple[int, int]) -> bool:
+    """Whether oneDNN's reordered bf16 product of this (out, in) shape gives a row other bits
+    alone than among 2-64 rows, probed once per shape with random operands (64 rows, each also
+    alone). oneDNN picks its kernel by shape and ISA, not by values. Seen on an AMD EPYC with
+    AVX512-BF16 and no AMX (torch 2.13, 2026-12-06): SmolLM2's down projection (576 x 1,536)
+    differed in 3-12 of 64 rows alone, while every row count from 2 to 64 agreed; its other
+    matrices (inner 576) and every shape on the Intel Xeon with AMX agreed alone too."""
+    generator = torch.Generator().manual_seed(0)
+    weight = (torch.randn(*shape, generator=generator) * 0.05).bfloat16()
+    packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+    x = torch.randn(64, shape[1], generator=generator).bfloat16()
+    with torch.no_grad():
+        together = _reordered_product(x, packed)
+        return any(not torch.equal(_reordered_product(x[i:i + 1], packed), together[i:i + 1]) for i in range(64))
+
+
+def _reordered_rows(x: torch.Tensor, weight: "PackedOneDNN") -> torch.Tensor:
+    """One slice of at most ``ONEDNN_ROW_SLICE`` rows; a lone row goes through as two (itself
+    twice) where this shape's one-row kernel sums differently, so that a decode's row has the bits
+    the same row has inside a verify or a batch."""
+    if x.shape[0] == 1 and weight.pad_single_row:
+        return _reordered_product(x.expand(2, -1).contiguous(), weight.packed)[:1]
+    return _reordered_product(x, weight.packed)
+
+
 def linear(x: torch.Tensor, weight: "torch.Tensor | PackedFP16 | PackedOneDNN") -> torch.Tensor:
     """``x @ weight.T`` for x (N, in): dense or packed."""
     if isinstance(weight, PackedOneDNN):
         if x.shape[0] <= ONEDNN_ROW_SLICE:
-            return _reordered_product(x, weight.packed)
-        return torch.cat([_reordered_product(part, weight.packed) for part in x.split(ONEDNN_ROW_SLICE)])
+            return _reordered_rows(x, weight)
+        return torch.cat([_reordered_rows(part, weight) for part in x.split(ONEDNN_ROW_SLICE)])
     if isinstance(weight, PackedFP16):
         return torch.fbgemm_linear_fp16_weight(x, weight.packed, weight.bias)
     return F.linear(x, weight)
