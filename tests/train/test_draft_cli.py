@@ -81,6 +81,32 @@ def test_regenerated_responses_are_the_targets_greedy_continuations(tiny_corpus,
     assert (folder / "shard-00000.jsonl").stat().st_mtime_ns == before  # same request: reused
 
 
+def test_a_request_for_more_prompts_regenerates_only_the_ones_missing(tiny_corpus, tiny_target, tmp_path):
+    corpus = Path(tiny_corpus["dir"])
+    config = RegenerateConfig(samples_per_source=2, max_prompt_tokens=200, max_new_tokens=5, max_running=2, threads=1)
+    folder = regenerate_source(corpus, tiny_target, tmp_path, "validation", "code_stdlib", config, "sha")
+    two = (folder / "shard-00000.jsonl").read_text().splitlines()
+    started: list[tuple[str, int]] = []
+    more = RegenerateConfig(**{**config.__dict__, "samples_per_source": 3})
+    regenerate_source(corpus, tiny_target, tmp_path, "validation", "code_stdlib", more, "sha",
+                      on_start=lambda name, count: started.append((name, count)))
+    three = (folder / "shard-00000.jsonl").read_text().splitlines()
+    meta = json.loads((folder / "meta.json").read_text())
+    assert started == [("validation/code_stdlib", 1)]  # one prompt generated, two kept
+    assert three[:2] == two and len(three) == 3
+    assert meta["samples_per_source"] == 3 and meta["num_samples"] == 3
+    assert meta["num_response_tokens"] == sum(sum(json.loads(line)["loss_mask"]) for line in three)
+    # fewer: the first ones, nothing generated; other settings: nothing kept
+    started.clear()
+    regenerate_source(corpus, tiny_target, tmp_path, "validation", "code_stdlib", config, "sha",
+                      on_start=lambda name, count: started.append((name, count)))
+    assert started == [] and (folder / "shard-00000.jsonl").read_text().splitlines() == two
+    longer = RegenerateConfig(**{**config.__dict__, "max_new_tokens": 6})
+    regenerate_source(corpus, tiny_target, tmp_path, "validation", "code_stdlib", longer, "sha",
+                      on_start=lambda name, count: started.append((name, count)))
+    assert started == [("validation/code_stdlib", 2)]
+
+
 def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     from specgauge.engine.models.eagle3 import load_eagle3
     from specgauge.engine.models.llama import load_model

@@ -125,27 +125,56 @@ def complete_all(engine, prompts: list[list[int]], max_new_tokens: int, temperat
     return outputs
 
 
+def saved_responses(folder: Path, meta: dict, prompts: list[list[int]]) -> list[list[int]]:
+    """The responses a folder already holds for the leading ``prompts``: its ``meta.json`` must
+    match ``meta`` in everything but ``samples_per_source`` and each saved record must start with
+    its prompt. ``pick_prompts`` takes samples in corpus order, so the prompts of a smaller request
+    are the first ones of a larger: a folder regenerated for 1,600 prompts serves a request for 2,000
+    with 1,600 of them done (or one for 400 with the first 400, and the folder then holds those
+    only). Empty when nothing matches."""
+    meta_path, shard = folder / "meta.json", folder / "shard-00000.jsonl"
+    if not (meta_path.is_file() and shard.is_file()):
+        return []
+    saved = json.loads(meta_path.read_text())
+    if any(saved.get(k) != v for k, v in meta.items() if k != "samples_per_source"):
+        return []
+    responses = []
+    with shard.open() as handle:
+        for prompt, line in zip(prompts, handle):
+            record = json.loads(line)
+            ids, mask = record["input_ids"], record["loss_mask"]
+            if ids[:len(prompt)] != prompt or any(mask[:len(prompt)]) or len(ids) == len(prompt):
+                break
+            responses.append(ids[len(prompt):])
+    return responses
+
+
 def regenerate_source(corpus_dir: Path, target_dir: Path, out_dir: Path, split: str, source: str,
                       config: RegenerateConfig, target_digest: str,
                       on_start: Callable[[str, int], None] | None = None,
                       on_done: Callable[[int], None] | None = None) -> Path:
-    """Regenerate one source of one split into ``out_dir/<split>/<source>/`` (reused when its
-    ``meta.json`` matches); returns that folder."""
+    """Regenerate one source of one split into ``out_dir/<split>/<source>/``; returns that folder.
+
+    What the folder already holds for the same target and settings is kept (:func:`saved_responses`),
+    so only prompts it lacks are generated: a request for more prompts than a previous run costs
+    only the new ones, and a rerun of the same request costs nothing."""
     folder = Path(out_dir) / split / source
     meta = {"source": source, "split": split, "target_sha256": target_digest, **asdict(config),
             "format": "jsonl input_ids+loss_mask (loss on the regenerated response)"}
     for key in ("max_running", "threads"):  # how fast, not what
         meta.pop(key)
-    meta_path = folder / "meta.json"
-    if meta_path.is_file() and (folder / "shard-00000.jsonl").is_file():
-        saved = json.loads(meta_path.read_text())
-        if {k: saved.get(k) for k in meta} == meta:
-            return folder
     prompts = list(pick_prompts(Path(corpus_dir) / split / source, config.samples_per_source,
                                 config.max_prompt_tokens, config.seed))
-    if on_start:
-        on_start(f"{split}/{source}", len(prompts))
-    responses = generate_responses(target_dir, prompts, config, on_done)
+    kept = saved_responses(folder, meta, prompts)
+    meta.update(num_samples=len(prompts))
+    meta_path = folder / "meta.json"
+    if len(kept) == len(prompts) and meta_path.is_file() and (folder / "shard-00000.jsonl").is_file() \
+            and json.loads(meta_path.read_text()) == {**meta, "num_response_tokens": sum(len(r) for r in kept)}:
+        return folder
+    missing = prompts[len(kept):]
+    if on_start and missing:
+        on_start(f"{split}/{source}", len(missing))
+    responses = kept + generate_responses(target_dir, missing, config, on_done)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / "shard-00000.jsonl.tmp"
     with tmp.open("w") as handle:
@@ -153,6 +182,6 @@ def regenerate_source(corpus_dir: Path, target_dir: Path, out_dir: Path, split: 
             record = {"input_ids": prompt + response, "loss_mask": [0] * len(prompt) + [1] * len(response)}
             handle.write(json.dumps(record, separators=(",", ":")) + "\n")
     tmp.replace(folder / "shard-00000.jsonl")
-    meta.update(num_samples=len(prompts), num_response_tokens=sum(len(r) for r in responses))
+    meta.update(num_response_tokens=sum(len(r) for r in responses))
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return folder
