@@ -14,6 +14,7 @@ from specgauge.vllm_setup.layout import VLLM_CPU_HEAD_SIZES
 TARGET_FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "TRAINING.md"}
 DRAFT_FILES = {"config.json", "model.safetensors", "TRAINING.md"}
 MAX_SHIPPED_BYTES = 40 * 1024 * 1024  # weights small enough to ship
+MAX_SETUP_MODEL_DRAFT_BYTES = 30 * 1024 * 1024  # a drafter shipped for a model obtained at set-up
 # Targets in the repository; a model obtained at set-up (smollm2-135m) has its pinned digests and
 # its transformers reference checked in tests/engine/test_smollm2_reference.py.
 IN_REPOSITORY = [n for n in shipped_names() if not SHIPPED[n].obtained_at_setup]
@@ -37,6 +38,18 @@ def test_files_match_their_checksums_and_fit_the_size_limit(name):
         assert DRAFT_FILES <= drafted and verify_checksums(model.draft_dir) == []
         total += _sizes(model.draft_dir, drafted)
     assert total <= MAX_SHIPPED_BYTES
+
+
+@pytest.mark.parametrize("name", [n for n in shipped_names() if SHIPPED[n].obtained_at_setup and SHIPPED[n].draft_dir])
+def test_the_drafter_of_a_model_obtained_at_setup_matches_its_checksums_and_fits_30_mb(name):
+    """Such a model's target comes from PyPI at set-up; its drafter is in the repository."""
+    from specgauge.train.assets import verify_checksums
+    from specgauge.train.report import read_sha256sums
+
+    draft_dir = SHIPPED[name].draft_dir
+    drafted = set(read_sha256sums(draft_dir))
+    assert DRAFT_FILES <= drafted and verify_checksums(draft_dir) == []
+    assert _sizes(draft_dir, drafted) <= MAX_SETUP_MODEL_DRAFT_BYTES
 
 
 @pytest.mark.parametrize("name", [n for n in shipped_names() if SHIPPED[n].context > 512])

@@ -51,3 +51,16 @@ def test_unpack_lays_them_out_for_train_draft(tmp_path):
         assert (out / "meta.json").read_text() == (folder / "meta.json").read_text()
         assert [json.loads(line) for line in (out / "shard-00000.jsonl").read_text().splitlines()] == records(folder)
     assert subprocess.run([str(DATA / "unpack.sh")], capture_output=True, timeout=60).returncode == 2
+
+
+def test_the_head_in_progress_matches_its_checksums_and_loads_as_a_start():
+    """``--init-from training-data/smollm2-135m/head`` reads it: an EAGLE-3 head's config and
+    weights, SHA256SUMS intact, trained against SmolLM2's converted weights."""
+    from specgauge.train.assets import verify_checksums
+
+    head = DATA / "head"
+    assert verify_checksums(head) == []
+    config = json.loads((head / "config.json").read_text())
+    assert config["draft_vocab_size"] <= config["vocab_size"]
+    assert len(config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]) == 3
+    assert SMOLLM2.converted_sha256["model.safetensors"] in (head / "TRAINING.md").read_text()
