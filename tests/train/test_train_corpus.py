@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from specgauge.train.chat import END, render
-from specgauge.train.corpus import SOURCES, SPLITS, CorpusConfig, build_samples, read_text, split_of
+from specgauge.train.corpus import SOURCES, SPLIT_AS, SPLITS, CorpusConfig, build_samples, read_text, split_of
 from specgauge.train.dataset import iter_samples, read_meta
 
 
@@ -30,7 +30,7 @@ def test_every_source_has_both_splits_and_they_are_disjoint(tiny_corpus, tiny_co
         assert not {s.id for s in train} & {s.id for s in validation}
         # Split by group: chunks of one file (or docstrings of one module) never straddle the split.
         assert not {s.group for s in train} & {s.group for s in validation}
-        assert all(split_of(f"{source}:{s.group}", tiny_config) == "validation" for s in validation)
+        assert all(split_of(f"{SPLIT_AS.get(source, source)}:{s.group}", tiny_config) == "validation" for s in validation)
 
 
 def test_conversations_have_the_chat_shape(tiny_corpus):
@@ -71,6 +71,38 @@ def test_code_questions_ask_for_a_function_by_its_docstring_and_stay_out_of_the_
     assert "code_questions" not in TARGET_SOURCES
     rendered = set(corpus_texts(tiny_corpus["dir"]))  # what the tokenizer (and so the target) learns from
     assert not any(render(sample.messages) in rendered for sample in questions)
+
+
+def test_code_requests_ask_in_many_languages_and_kinds_hold_out_the_questions_files_and_stay_out_of_the_target_data(
+        tiny_corpus):
+    from specgauge.train.code_requests import LANGUAGES, with_bug
+    from specgauge.train.corpus import TARGET_SOURCES
+    from specgauge.train.tokenizer import corpus_texts
+
+    requests = tiny_corpus["samples"]["code_requests"]
+    everything = requests["train"] + requests["validation"]
+    kinds = {sample.id.split("-")[1] for sample in everything}
+    assert kinds == {"write", "port", "explain", "refactor", "test", "annotate", "fix", "review"}
+    asked_in = {lang for lang in LANGUAGES for s in everything if f" {lang} " in s.messages[0]["content"]}
+    assert len(asked_in) >= 6
+    for sample in everything:
+        user, reference = sample.messages
+        kind = sample.id.split("-")[1]
+        if kind == "write":
+            assert "```" not in user["content"]  # asked by what it does, no code given
+        else:
+            assert "```python\n" in user["content"]
+        if kind == "fix":  # the pasted code is the reference with exactly one change
+            pasted = user["content"].split("```python\n", 1)[1].rsplit("\n```", 1)[0]
+            assert pasted != reference["content"] and pasted == with_bug(reference["content"])
+    # the same files are held out as for code_questions: no held-out request is about a function
+    # whose question trained a drafter
+    question_files = {split: {s.group for s in tiny_corpus["samples"]["code_questions"][split]} for split in SPLITS}
+    assert not {s.group for s in requests["validation"]} & question_files["train"]
+    assert not {s.group for s in requests["train"]} & question_files["validation"]
+    assert "code_requests" not in TARGET_SOURCES
+    rendered = set(corpus_texts(tiny_corpus["dir"]))
+    assert not any(render(sample.messages) in rendered for sample in requests["train"])
 
 
 def test_stored_layout_and_meta(tiny_corpus):

@@ -2,8 +2,10 @@
 every machine with Python, deterministic for a seed, split into train/validation by hash.
 
 The target and its tokenizer are trained on ``TARGET_SOURCES``; ``code_questions`` (a user asks
-for a function by what it does) is there for drafter training only, so that a drafter can learn
-what the target answers to chat-style coding requests (``train draft`` regenerates the answers).
+for a function by what it does) and ``code_requests`` (write, port, explain, fix, refactor or test
+code in one of several languages, :mod:`specgauge.train.code_requests`) are there for drafter
+training only, so that a drafter can learn what the target answers to chat-style coding requests
+(``train draft`` regenerates the answers).
 
 Layout of ``DIR`` (what ``specgauge train corpus --output DIR`` writes)::
 
@@ -27,13 +29,18 @@ from typing import Iterator
 from specgauge.train.stdlib_material import (SourceFile, docstrings_of, documented_functions, iter_stdlib_files,
                                               pydoc_topics)
 
-from specgauge.train.samples import CorpusConfig, Sample, chunks, paragraph_chunks  # noqa: F401
+from specgauge.train.code_requests import request_samples
+from specgauge.train.samples import CorpusConfig, Sample, chunks, paragraph_chunks, summary_line  # noqa: F401
 from specgauge.train.long_sources import LONG_SOURCES, code_file_samples, prose_long_samples, session_samples
 
 TARGET_SOURCES = ("code_stdlib", "agentic_tools", "prose_docs")  # what the 512-token target and the tokenizer learn from
 LONG_TARGET_SOURCES = TARGET_SOURCES + LONG_SOURCES  # what the 4,096-token target learns from
-SOURCES = TARGET_SOURCES + ("code_questions",) + LONG_SOURCES  # everything the corpus holds
+SOURCES = TARGET_SOURCES + ("code_questions",) + LONG_SOURCES + ("code_requests",)  # everything the corpus holds
 SPLITS = ("train", "validation")
+# A source split as another: code_requests asks about the functions code_questions asks for, so
+# both hold out the same files (a function whose Python answer trained a drafter is not a held-out
+# request).
+SPLIT_AS = {"code_requests": "code_questions"}
 SHARD_SAMPLES = 5000
 
 
@@ -78,12 +85,6 @@ QUESTION_PROMPTS = (
 )
 
 
-def _summary(doc: str) -> str:
-    """The first paragraph of a docstring on one line, at most about 300 characters."""
-    first = " ".join(doc.strip().split("\n\n")[0].split())
-    return first if len(first) <= 300 else first[:300].rsplit(" ", 1)[0] + " ..."
-
-
 def question_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sample]:
     """``code_questions``: a user asks for a function by what its docstring says it does; the
     answer is the function's source."""
@@ -94,7 +95,7 @@ def question_samples(files: list[SourceFile], config: CorpusConfig) -> list[Samp
             if len(fn.doc) < 40 or len(fn.code) > config.chunk_chars:
                 continue
             prompt = rng.choice(QUESTION_PROMPTS).format(name=fn.qualname.rsplit(".", 1)[-1], sig=fn.signature,
-                                                         qualname=fn.qualname, module=fn.module, summary=_summary(fn.doc))
+                                                         qualname=fn.qualname, module=fn.module, summary=summary_line(fn.doc))
             samples.append(Sample(f"question-{fn.module}.{fn.qualname}-{index}", "code_questions", source.relpath,
                                   [{"role": "user", "content": prompt}, {"role": "assistant", "content": fn.code}]))
     return samples
@@ -152,12 +153,13 @@ def build_samples(config: CorpusConfig, files: list[SourceFile] | None = None) -
         "code_files": code_file_samples(files, config),
         "agentic_sessions": session_samples(files, config),
         "prose_long": prose_long_samples(files, config),
+        "code_requests": request_samples(files, config),
     }
     out: dict[str, dict[str, list[Sample]]] = {}
     for source, samples in built.items():
         out[source] = {split: [] for split in SPLITS}
         for sample in samples:
-            out[source][split_of(f"{source}:{sample.group}", config)].append(sample)
+            out[source][split_of(f"{SPLIT_AS.get(source, source)}:{sample.group}", config)].append(sample)
     return out
 
 

@@ -157,7 +157,7 @@ def export(run: DraftRun, trainer: DraftTrainer, wall_seconds: float) -> Path:
     save_eagle3(trainer.head, run.output)
     final = trainer.state.history[-1]
     lines = [
-        "# Shipped EAGLE-3 draft head", "",
+        "# EAGLE-3 draft head", "",
         "Trained by `specgauge train draft` (docs/eagle3.md) against the target whose weights have sha256 "
         f"`{file_sha256(run.target_dir / 'model.safetensors')}`.", "",
         "## Reproduce", "", "```sh", run.command, "```", "",

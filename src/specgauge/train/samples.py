@@ -51,6 +51,12 @@ def chunks(text: str, limit: int) -> Iterator[str]:
         yield "\n".join(lines[start:])
 
 
+def summary_line(doc: str) -> str:
+    """The first paragraph of a docstring on one line, at most about 300 characters."""
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    return first if len(first) <= 300 else first[:300].rsplit(" ", 1)[0] + " ..."
+
+
 def paragraph_chunks(text: str, limit: int) -> list[str]:
     chunks, current = [], ""
     for para in text.strip().split("\n\n"):

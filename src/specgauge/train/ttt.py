@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from specgauge.engine.core.sampling import greedy_tokens
 from specgauge.engine.models.eagle3 import KV, Eagle3Head, chain_attention
 from specgauge.train.target_outputs import teacher_and_greedy
 
@@ -100,7 +101,7 @@ def unrolled_loss_from(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Ten
     grid_positions = torch.arange(rows_per_seq, device=input_ids.device).repeat(b)  # (B*R,)
     fused = head.fuse(aux[:, :rows_per_seq])  # (B, R, h)
     tokens = input_ids[:, 1:]  # (B, R)
-    first = head.step(tokens, fused, grid_positions[:rows_per_seq])
+    first = head.step(tokens, fused, grid_positions[:rows_per_seq], logits=False)  # logits on ``rows`` below
     base = first.kv
     features = first.features.reshape(b * rows_per_seq, -1).index_select(0, rows)  # (N, h)
     tokens_in = tokens.reshape(-1).index_select(0, rows)  # (N,)
@@ -111,6 +112,11 @@ def unrolled_loss_from(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Ten
     records: list[dict] = []
     correct, prefix_correct, counts = torch.zeros(steps), torch.zeros(steps), torch.zeros(steps)
     prefix = torch.ones(rows.numel(), dtype=torch.bool, device=input_ids.device)
+    # Row r of sequence b is scored at step s against position r + 1 + s of the target's outputs:
+    # gathered from the flat (B·T) outputs, not shifted copies of them. An index past the sequence
+    # (clamped) only ever meets rows whose mask is False, as the mask is the response mask shifted by 2 + s.
+    seq_of, row_of = rows // rows_per_seq, rows % rows_per_seq
+    flat_teacher, flat_greedy = teacher.reshape(b * t, -1), greedy.reshape(-1)
     for s in range(steps):
         if s > 0:
             features_in = features
@@ -119,15 +125,16 @@ def unrolled_loss_from(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Ten
             chain.append(kv)
         logits = head.draft_logits(features)  # (N, Vd)
         mask = masks[s][rows]  # (N,) the scored token x_{t+2+s} is a response token
-        probs = torch.softmax(_shift(teacher, 1 + s, rows_per_seq).reshape(b * rows_per_seq, -1)[rows], dim=-1)
+        at = seq_of * t + (row_of + 1 + s).clamp(max=t - 1)  # (N,) flat positions scored at this step
+        probs = torch.softmax(flat_teacher.index_select(0, at), dim=-1)
         per_row = -(probs * F.log_softmax(logits.float(), dim=-1)).sum(-1)  # (N,)
         weight = mask.float()
         loss = (per_row * weight).sum() / weight.sum().clamp(min=1.0)
         total = total + (decay ** s) * loss
         losses.append(loss.item())
         with torch.no_grad():
-            drafted = head.draft_to_target(logits.argmax(-1))  # (N,) target ids
-            right = drafted == _shift(greedy, 1 + s, rows_per_seq).reshape(-1)[rows]
+            drafted = head.draft_to_target(greedy_tokens(logits))  # (N,) target ids
+            right = drafted == flat_greedy.index_select(0, at)
             prefix = prefix & right
             correct[s], prefix_correct[s], counts[s] = (right & mask).sum(), (prefix & mask).sum(), mask.sum()
         if trace:

@@ -203,7 +203,7 @@ class StepOutput(NamedTuple):
     """What one draft step over a sequence gives back."""
 
     features: torch.Tensor  # (B, T, h): the feature the next step reads (before ``norm``)
-    logits: torch.Tensor  # (B, T, draft_vocab_size)
+    logits: torch.Tensor | None  # (B, T, draft_vocab_size); None when not asked for
     kv: KV  # this step's keys/values, (B, Hkv, T, D) each
 
 
@@ -340,7 +340,7 @@ class Eagle3Head(nn.Module):
 
     # -- whole-sequence path (training, reference) --------------------------------------------
     def step(self, token_ids: torch.Tensor, features: torch.Tensor, positions: torch.Tensor,
-             base: KV | None = None, chain: Sequence[KV] = ()) -> StepOutput:
+             base: KV | None = None, chain: Sequence[KV] = (), logits: bool = True) -> StepOutput:
         """One draft step over a whole sequence.
 
         token_ids (B, T) target ids; features (B, T, h) (``fuse`` output on the first step, the
@@ -348,6 +348,7 @@ class Eagle3Head(nn.Module):
         attention is causal over this step's own keys (the first step). With ``base`` (the first
         step's ``kv``) row t attends to base rows 0..t, to row t of each KV in ``chain`` (the
         steps in between) and to its own new key — training-time test as SpecForge unrolls it.
+        ``logits=False`` leaves the logits out (training scores a subset of rows itself).
         """
         residual = features
         x = self.midlayer.attention_input(self.embed(token_ids), features)  # (B, T, 2h)
@@ -361,7 +362,7 @@ class Eagle3Head(nn.Module):
             out = chain_attention(q, base, [*chain, own], 1.0 / math.sqrt(attn.head_dim))
         b, _, t, _ = out.shape
         new_features = self.midlayer.finish(residual, out.transpose(1, 2).reshape(b, t, -1))  # (B, T, h)
-        return StepOutput(new_features, self.draft_logits(new_features), own)
+        return StepOutput(new_features, self.draft_logits(new_features) if logits else None, own)
 
     def trainable_parameters(self) -> list[nn.Parameter]:
         """Every parameter but the (shared, frozen) token embeddings."""
