@@ -177,6 +177,29 @@ def test_target_outputs_computed_once_give_the_online_loss(tmp_path, target):
     assert cached.evaluate()["prose_docs"]["step_accuracy"] == online.evaluate()["prose_docs"]["step_accuracy"]
 
 
+def test_target_outputs_kept_in_a_folder_are_read_back_only_for_the_same_target_head_and_samples(tmp_path, target):
+    kept_in = tmp_path / "target_outputs"
+    first = _trainer(target, tmp_path / "first")
+    assert first.samples_to_compute(kept_in, "digest-a") == 32
+    first.compute_target_outputs(keep_in=kept_in, target_digest="digest-a")
+    assert sorted(p.name for p in kept_in.iterdir()) == sorted(
+        f"{split}.{source}.{ext}" for split in ("train", "validation") for source in ("code_stdlib", "prose_docs")
+        for ext in ("json", "pt"))
+    again = _trainer(target, tmp_path / "again")
+    assert again.samples_to_compute(kept_in, "digest-a") == 0
+    computed = []
+    again.compute_target_outputs(computed.append, kept_in, "digest-a")
+    assert computed == []  # nothing went through the target
+    for key, outputs in first.target_outputs.items():
+        for mine, read in zip(outputs, again.target_outputs[key], strict=True):
+            assert all(torch.equal(getattr(mine, f), getattr(read, f)) for f in ("aux", "top_values", "top_ids", "greedy"))
+    picks = [("code_stdlib", 2), ("prose_docs", 1)]
+    assert again.batch_loss("train", picks)[0].item() == first.batch_loss("train", picks)[0].item()
+    # another target, another teacher size: computed again (and the folder rewritten for it)
+    assert _trainer(target, tmp_path / "other").samples_to_compute(kept_in, "digest-b") == 32
+    assert _trainer(target, tmp_path / "top8", teacher_top_k=8).samples_to_compute(kept_in, "digest-a") == 32
+
+
 def test_a_truncated_teacher_keeps_less_and_scores_the_same_greedy_tokens(tmp_path, target):
     whole = _trainer(target, tmp_path / "whole", teacher_top_k=48)
     top8 = _trainer(target, tmp_path / "top8", teacher_top_k=8)

@@ -231,26 +231,49 @@ class DraftTrainer(Trainer):
         # (split, source) → the target's outputs per sample (target_outputs.py); empty: computed per batch
         self.target_outputs: dict[tuple[str, str], list[SampleOutputs]] = {}
 
-    def compute_target_outputs(self, on_done: Callable[[int], None] | None = None) -> int:
-        """With ``cache_target``: the target's outputs for every training and validation sample
-        (the validation ones only as far as ``eval_samples``), once; returns the bytes kept."""
+    def _outputs_plan(self, keep_in: Path | None, target_digest: str) -> list[tuple[str, str, list, dict | None, bool]]:
+        """Per (split, source) whose outputs are cached: its samples' tokens, the key they are kept
+        under in ``keep_in`` (None: not kept) and whether ``keep_in`` already holds them."""
+        from specgauge.train.target_outputs import has_saved, outputs_key
+
         if not self.config.cache_target:
-            return 0
+            return []
+        plan = []
         for split, sources in (("train", self.train_sources), ("validation", self.val_sources)):
             for name, source in sources.items():
                 samples = source.samples if split == "train" else source.samples[:self.config.eval_samples]
-                self.target_outputs[(split, name)] = compute_outputs(
-                    self.target, self.head, [ids for ids, _ in samples], self.config.teacher_top_k,
-                    dtype=torch.bfloat16 if self.config.bf16 else torch.float32, bf16=self.config.bf16,
-                    on_done=on_done)
+                ids = [ids for ids, _ in samples]
+                key = None if keep_in is None else outputs_key(target_digest, self.head, ids, self.config.teacher_top_k,
+                                                                self._kept_dtype(), self.config.bf16)
+                plan.append((split, name, ids, key, key is not None and has_saved(keep_in, f"{split}.{name}", key)))
+        return plan
+
+    def _kept_dtype(self) -> torch.dtype:
+        return torch.bfloat16 if self.config.bf16 else torch.float32
+
+    def compute_target_outputs(self, on_done: Callable[[int], None] | None = None, keep_in: Path | None = None,
+                               target_digest: str = "") -> int:
+        """With ``cache_target``: the target's outputs for every training and validation sample
+        (the validation ones only as far as ``eval_samples``), once; returns the bytes kept.
+        ``keep_in``: a folder they are read back from when it holds them for the same target
+        (``target_digest``), head and samples, and written to when computed."""
+        from specgauge.train.target_outputs import load_outputs, save_outputs
+
+        for split, name, ids, key, saved in self._outputs_plan(keep_in, target_digest):
+            if saved:
+                self.target_outputs[(split, name)] = load_outputs(keep_in, f"{split}.{name}")
+                continue
+            self.target_outputs[(split, name)] = compute_outputs(
+                self.target, self.head, ids, self.config.teacher_top_k, dtype=self._kept_dtype(), bf16=self.config.bf16,
+                on_done=on_done)
+            if key is not None:
+                save_outputs(keep_in, f"{split}.{name}", key, self.target_outputs[(split, name)])
         return sum(out.nbytes() for outs in self.target_outputs.values() for out in outs)
 
-    def samples_to_compute(self) -> int:
-        """How many samples :meth:`compute_target_outputs` runs through the target."""
-        if not self.config.cache_target:
-            return 0
-        return (sum(len(s.samples) for s in self.train_sources.values())
-                + sum(min(len(s.samples), self.config.eval_samples) for s in self.val_sources.values()))
+    def samples_to_compute(self, keep_in: Path | None = None, target_digest: str = "") -> int:
+        """How many samples :meth:`compute_target_outputs` runs through the target (the others
+        are read back from ``keep_in``)."""
+        return sum(len(ids) for _, _, ids, _, saved in self._outputs_plan(keep_in, target_digest) if not saved)
 
     def _init_weights(self) -> None:
         """N(0, 0.02) matrices; lm_head rows and ``norm`` start as the target's (tied) output

@@ -114,15 +114,19 @@ def train_head(run: DraftRun, regenerated: Path, console: Console) -> DraftTrain
     console.print(f"draft head: {sum(p.numel() for p in trainer.head.trainable_parameters()) / 1e6:.2f}M trainable "
                   f"parameters, aux layers {trainer.head.config.aux_layers}, draft vocab {run.train.draft_vocab_size} "
                   f"(covers {trainer.vocab_coverage:.2%} of held-out response tokens, weighted as the mix), response tokens {sizes}")
-    to_compute = trainer.samples_to_compute()
+    kept_in, digest = run.run_dir / "target_outputs", file_sha256(run.target_dir / "model.safetensors")
+    to_compute = trainer.samples_to_compute(kept_in, digest)
     if to_compute:
         started = time.monotonic()
         with Progress(*_columns("target outputs"), console=console) as bar:
             task = bar.add_task("target", total=to_compute, info="")
-            kept = trainer.compute_target_outputs(lambda n: bar.advance(task, n))
+            kept = trainer.compute_target_outputs(lambda n: bar.advance(task, n), kept_in, digest)
         console.print(f"target outputs: {to_compute} samples through the target once, {kept / 2**20:.0f} MiB kept "
                       f"(teacher: its top {run.train.teacher_top_k} logits over the draft vocabulary) in "
-                      f"{time.monotonic() - started:.0f} s")
+                      f"{time.monotonic() - started:.0f} s; kept in {kept_in} for a rerun")
+    elif run.train.cache_target:
+        kept = trainer.compute_target_outputs(keep_in=kept_in, target_digest=digest)
+        console.print(f"target outputs: read back from {kept_in} ({kept / 2**20:.0f} MiB)")
     total = run.train.max_steps if not run.train.minutes else None
     with Progress(*_columns("train draft"), console=console) as bar:
         task = bar.add_task("train", total=total, completed=trainer.state.step, info="")

@@ -18,6 +18,7 @@ reads, padded as :func:`specgauge.train.draft.pad_batch` pads the tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -104,3 +105,60 @@ def padded(outputs: Sequence[SampleOutputs], length: int, draft_vocab_size: int
         teacher[row, :n].scatter_(-1, out.top_ids.long(), out.top_values)
         greedy[row, :n] = out.greedy.long()
     return aux, teacher, greedy
+
+
+# -- kept on disk ----------------------------------------------------------------------------
+# A run's target outputs take the target a pass over every sample (40 minutes for 4,000 samples on
+# two cores); kept in the run directory, a resumed or continued run on the same machine reads them
+# back. A folder is used only when everything that decides its contents is the same (``outputs_key``).
+
+def outputs_key(target_digest: str, head: Eagle3Head, samples: Sequence[torch.Tensor], top_k: int,
+                dtype: torch.dtype, bf16: bool) -> dict:
+    """What decides a list of outputs: the target's weights, the head's aux layers and vocabulary
+    map, the samples' tokens, the teacher's top-k, the kept dtype and the autocast."""
+    import hashlib
+
+    tokens = hashlib.sha256()
+    for ids in samples:
+        tokens.update(ids.to(torch.int32).numpy().tobytes())
+        tokens.update(b"|")
+    return {"target_sha256": target_digest, "aux_layers": list(head.config.aux_layers),
+            "vocab_map_sha256": hashlib.sha256(head.d2t.to(torch.int64).numpy().tobytes()).hexdigest(),
+            "samples_sha256": tokens.hexdigest(), "num_samples": len(samples),
+            "top_k": min(top_k, head.config.draft_vocab_size), "dtype": str(dtype), "bf16": bf16}
+
+
+def _files(folder: Path, name: str) -> tuple[Path, Path]:
+    return folder / f"{name}.json", folder / f"{name}.pt"
+
+
+def has_saved(folder: Path, name: str, key: dict) -> bool:
+    """Whether ``folder`` holds outputs ``name`` made as ``key`` says."""
+    import json
+
+    meta, data = _files(Path(folder), name)
+    return meta.is_file() and data.is_file() and json.loads(meta.read_text()) == key
+
+
+def save_outputs(folder: Path, name: str, key: dict, outputs: Sequence[SampleOutputs]) -> None:
+    """Write ``outputs`` as ``folder/name.pt`` (each field concatenated over samples, with their
+    lengths) and ``key`` as ``folder/name.json``, the key last: a file cut short is never read back."""
+    import json
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    meta, data = _files(folder, name)
+    meta.unlink(missing_ok=True)
+    torch.save({"lengths": torch.tensor([o.greedy.numel() for o in outputs]),
+                **{field: torch.cat([getattr(o, field) for o in outputs]) for field in
+                   ("aux", "top_values", "top_ids", "greedy")}}, data)
+    meta.write_text(json.dumps(key, indent=2))
+
+
+def load_outputs(folder: Path, name: str) -> list[SampleOutputs]:
+    """What :func:`save_outputs` wrote (check :func:`has_saved` first)."""
+    saved = torch.load(_files(Path(folder), name)[1], map_location="cpu", weights_only=True)
+    lengths = saved["lengths"].tolist()
+    parts = {field: saved[field].split(lengths) for field in ("aux", "top_values", "top_ids", "greedy")}
+    return [SampleOutputs(*(parts[field][i] for field in ("aux", "top_values", "top_ids", "greedy")))
+            for i in range(len(lengths))]
