@@ -266,7 +266,7 @@ class DraftTrainer(Trainer):
             self.target_outputs[(split, name)] = compute_outputs(
                 self.target, self.head, ids, self.config.teacher_top_k, dtype=self._kept_dtype(), bf16=self.config.bf16,
                 on_done=on_done)
-            if key is not None:
+            if key is not None and ids:  # a source without samples costs nothing to compute again
                 save_outputs(keep_in, f"{split}.{name}", key, self.target_outputs[(split, name)])
         return sum(out.nbytes() for outs in self.target_outputs.values() for out in outs)
 
