@@ -10,8 +10,8 @@ target, and the corpus keeps a reference beside each prompt — the function's P
 for an explanation its docstring — never an answer in another language.
 
 Each function gives one request; its kind and language are drawn from a seeded generator, so
-the corpus stays deterministic for a seed. The split is by function (``group``), as for
-``code_questions``.
+the corpus stays deterministic for a seed. The split is by file, the files ``code_questions``
+holds out (``corpus.SPLIT_AS``).
 """
 
 from __future__ import annotations
