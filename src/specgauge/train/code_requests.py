@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 
 from specgauge.train.samples import CorpusConfig, Sample, summary_line
-from specgauge.train.stdlib_material import DocumentedFunction, SourceFile, documented_functions
+from specgauge.train.stdlib_material import DocumentedFunction, SourceFile, askable_functions
 
 LANGUAGES = ("Python", "TypeScript", "JavaScript", "Go", "Rust", "Java", "C++", "Bash")
 
@@ -96,11 +96,8 @@ def request_samples(files: list[SourceFile], config: CorpusConfig) -> list[Sampl
     """One coding request per documented function of ``files`` (module doc)."""
     rng = random.Random(config.seed * 7919 + 5)
     samples = []
-    for source in files:
-        for index, fn in enumerate(documented_functions(source)):
-            if len(fn.doc) < 40 or len(fn.code) > config.chunk_chars:
-                continue
-            kind, prompt, reference = request(fn, rng)
-            samples.append(Sample(f"request-{kind}-{fn.module}.{fn.qualname}-{index}", "code_requests", source.relpath,
-                                  [{"role": "user", "content": prompt}, {"role": "assistant", "content": reference}]))
+    for source, index, fn in askable_functions(files, config.chunk_chars):
+        kind, prompt, reference = request(fn, rng)
+        samples.append(Sample(f"request-{kind}-{fn.module}.{fn.qualname}-{index}", "code_requests", source.relpath,
+                              [{"role": "user", "content": prompt}, {"role": "assistant", "content": reference}]))
     return samples

@@ -26,7 +26,7 @@ import random
 from pathlib import Path
 from typing import Iterator
 
-from specgauge.train.stdlib_material import (SourceFile, docstrings_of, documented_functions, iter_stdlib_files,
+from specgauge.train.stdlib_material import (SourceFile, askable_functions, docstrings_of, iter_stdlib_files,
                                               pydoc_topics)
 
 from specgauge.train.code_requests import request_samples
@@ -90,14 +90,11 @@ def question_samples(files: list[SourceFile], config: CorpusConfig) -> list[Samp
     answer is the function's source."""
     rng = random.Random(config.seed * 7919 + 4)
     samples = []
-    for source in files:
-        for index, fn in enumerate(documented_functions(source)):
-            if len(fn.doc) < 40 or len(fn.code) > config.chunk_chars:
-                continue
-            prompt = rng.choice(QUESTION_PROMPTS).format(name=fn.qualname.rsplit(".", 1)[-1], sig=fn.signature,
-                                                         qualname=fn.qualname, module=fn.module, summary=summary_line(fn.doc))
-            samples.append(Sample(f"question-{fn.module}.{fn.qualname}-{index}", "code_questions", source.relpath,
-                                  [{"role": "user", "content": prompt}, {"role": "assistant", "content": fn.code}]))
+    for source, index, fn in askable_functions(files, config.chunk_chars):
+        prompt = rng.choice(QUESTION_PROMPTS).format(name=fn.qualname.rsplit(".", 1)[-1], sig=fn.signature,
+                                                     qualname=fn.qualname, module=fn.module, summary=summary_line(fn.doc))
+        samples.append(Sample(f"question-{fn.module}.{fn.qualname}-{index}", "code_questions", source.relpath,
+                              [{"role": "user", "content": prompt}, {"role": "assistant", "content": fn.code}]))
     return samples
 
 

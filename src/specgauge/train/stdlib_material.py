@@ -7,6 +7,7 @@ import ast
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 # Directory names whose files are tests, demos or vendored third-party code.
 SKIPPED_DIRS = frozenset({
@@ -155,6 +156,16 @@ def documented_functions(source: SourceFile) -> list[DocumentedFunction]:
 
     visit(tree.body, "")
     return found
+
+
+def askable_functions(files: list[SourceFile], max_code_chars: int) -> Iterator[tuple[SourceFile, int, DocumentedFunction]]:
+    """(file, index in the file, function) for every documented function a chat request can be
+    made of: a docstring of at least 40 characters, source of at most ``max_code_chars``. The
+    sources that ask about functions (``code_questions``, ``code_requests``) share this choice."""
+    for source in files:
+        for index, fn in enumerate(documented_functions(source)):
+            if len(fn.doc) >= 40 and len(fn.code) <= max_code_chars:
+                yield source, index, fn
 
 
 def pydoc_topics() -> list[tuple[str, str]]:
