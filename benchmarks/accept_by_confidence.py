@@ -22,7 +22,6 @@ from specgauge.engine.models.llama import load_model
 from specgauge.shipped_models import get_shipped
 from specgauge.train.corpus import SOURCES
 from specgauge.train.draft import load_regenerated, pad_batch
-from specgauge.train.tokenizer import special_token_ids
 from specgauge.train.ttt import unrolled_loss
 
 EDGES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0001)
@@ -54,6 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--regenerated", type=Path, required=True, help="a train draft run's regenerated/ folder")
     parser.add_argument("--model", default="specgauge-9m-4k", help="a shipped model's name")
+    parser.add_argument("--draft", type=Path, default=None, help="an EAGLE-3 head's directory (default: the model's shipped one)")
     parser.add_argument("--samples", type=int, default=48, help="held-out responses per source")
     parser.add_argument("--max-len", type=int, default=1184)
     parser.add_argument("--threads", type=int, default=2)
@@ -61,12 +61,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model = get_shipped(args.model)
     target = load_model(model.target_dir).eval()
-    head = load_eagle3(model.draft_dir, target).eval()
-    from tokenizers import Tokenizer
-
-    pad_id = special_token_ids(Tokenizer.from_file(str(model.tokenizer_path)))["pad_token_id"]
+    draft_dir = args.draft or model.draft_dir
+    head = load_eagle3(draft_dir, target).eval()
+    # the pad id as train draft takes it: the target's config, else its first EOS
+    eos = target.config.eos_token_id
+    eos_ids = eos if isinstance(eos, list) else ([] if eos is None else [eos])
+    pad_id = target.config.extra.get("pad_token_id", eos_ids[0] if eos_ids else 0)
     buckets = [f"{lo:.1f}-{min(hi, 1.0):.1f}" for lo, hi in zip(EDGES, EDGES[1:])]
-    print(f"target {model.target_dir}, drafter {model.draft_dir}; per bucket of the target's p(greedy token): "
+    print(f"target {model.target_dir}, drafter {draft_dir}; per bucket of the target's p(greedy token): "
           "share of positions / head's step-1 accuracy")
     print(f"{'source':<17} {'positions':>9} {'mean p':>6} {'step 1':>6}  " + "  ".join(f"{b:>13}" for b in buckets))
     sources = load_regenerated(args.regenerated, SOURCES, "validation", args.max_len)

@@ -52,6 +52,24 @@ def test_unrolled_steps_read_the_heads_own_features_and_tokens(target, head):
     rows = dense.features.reshape(-1, dense.features.shape[-1])
     assert torch.allclose(rows[first["rows"]], first["features_out"], atol=1e-6)
 
+def test_later_steps_on_the_scored_rows_equal_the_dense_steps(target, head):
+    """Steps after the first run from the scored rows' slots only; on those rows they compute what
+    the head's dense step (every row, chain attention over the whole grid) does."""
+    ids, aux, logits, mask = _batch(target, batch=3, length=24)
+    mask[1, :20] = False  # sequences with different numbers of scored rows: empty slots in the grid
+    _, stats = unrolled_loss(head, ids, aux, logits, mask, steps=3, feed="draft", trace=True)
+    b, r = ids.shape[0], ids.shape[1] - 1
+    positions = torch.arange(r)
+    first = head.step(ids[:, 1:], head.fuse(aux[:, :-1]), positions)
+    features, chain = first.features, []
+    for step, record in enumerate(stats.trace[1:], start=1):
+        tokens = torch.zeros(b * r, dtype=torch.long).index_copy(0, record["rows"], record["tokens"]).view(b, r)
+        dense = head.step(tokens, features, positions + step, base=first.kv, chain=chain)
+        rows = dense.features.reshape(b * r, -1)[record["rows"]]
+        assert torch.allclose(rows, record["features_out"], atol=1e-5), step
+        features, chain = dense.features, [*chain, dense.kv]
+
+
 def test_feed_target_reads_the_sequence_tokens_but_still_its_own_features(target, head):
     ids, aux, logits, mask = _batch(target)
     _, stats = unrolled_loss(head, ids, aux, logits, mask, steps=3, feed="target", trace=True)

@@ -13,13 +13,14 @@ x_{t+2+s} is a response token count. Gradients flow through the fed-back feature
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from specgauge.engine.core.sampling import greedy_tokens
-from specgauge.engine.models.eagle3 import KV, Eagle3Head, chain_attention
+from specgauge.engine.models.eagle3 import KV, Eagle3Head
 from specgauge.train.target_outputs import teacher_and_greedy
 
 
@@ -43,29 +44,97 @@ def _shift(x: torch.Tensor, offset: int, length: int) -> torch.Tensor:
     return torch.cat([part, pad], dim=1)
 
 
+@dataclass
+class RowSlots:
+    """Where each scored row sits in a (B, S) grid of query slots: S the most rows any sequence
+    has scored, each sequence's rows in order. Later unrolled steps attend from these slots only,
+    not from every row of the (B, R) grid (most of a window is prompt that no step scores)."""
+
+    index: torch.Tensor  # (N,) flat slot (b * S + j) of each scored row
+    grid_row: torch.Tensor  # (B, S) the row (position in its sequence) in each slot; 0 in an empty one
+    shape: tuple[int, int]  # (B, S)
+
+    @classmethod
+    def of(cls, rows: torch.Tensor, batch: int, rows_per_seq: int) -> "RowSlots":
+        """``rows``: sorted flat indices into the (B, R) grid."""
+        seq = rows // rows_per_seq
+        per_seq = torch.bincount(seq, minlength=batch)  # (B,)
+        width = max(int(per_seq.max()), 1) if rows.numel() else 1
+        starts = torch.cumsum(per_seq, 0) - per_seq  # (B,) first index of each sequence in ``rows``
+        index = seq * width + (torch.arange(rows.numel(), device=rows.device) - starts[seq])
+        grid_row = torch.zeros(batch * width, dtype=torch.long, device=rows.device)
+        grid_row[index] = rows % rows_per_seq
+        return cls(index, grid_row.view(batch, width), (batch, width))
+
+    def gather(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, H, D) per scored row → (B, H, S, D), zeros in empty slots."""
+        b, width = self.shape
+        grid = x.new_zeros(b * width, *x.shape[1:]).index_copy(0, self.index, x)
+        return grid.view(b, width, *x.shape[1:]).transpose(1, 2)
+
+    def scatter(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, S, D) → (N, H·D) in the scored rows' order."""
+        b, heads, width, dim = x.shape
+        return x.transpose(1, 2).reshape(b * width, heads * dim).index_select(0, self.index)
+
+
+def rows_attention(q: torch.Tensor, base: KV, chain: Sequence[KV], slots: RowSlots, scale: float) -> torch.Tensor:
+    """:func:`~specgauge.engine.models.eagle3.chain_attention` from the scored rows' slots only:
+    the query in slot (b, j), row t = ``slots.grid_row[b, j]``, attends to ``base`` rows 0..t
+    and to slot (b, j) of every KV in ``chain``. q (B, Hq, S, D); base (B, Hkv, R, D); chain
+    entries (B, Hkv, S, D) → (B, Hq, S, D), softmax in fp32. Query heads share their key head
+    through a view (no copies of the keys per query head)."""
+    b, hq, width, d = q.shape
+    hkv, rows = base.k.shape[1], base.k.shape[2]
+    groups = hq // hkv
+    qf = q.float().reshape(b, hkv, groups * width, d)  # query head h = kv head h // groups, as in repeat_interleave
+    scores = (qf @ base.k.float().transpose(-1, -2) * scale).view(b, hkv, groups, width, rows)
+    past = torch.arange(rows, device=q.device) <= slots.grid_row.unsqueeze(-1)  # (B, S, R)
+    scores = scores.masked_fill(~past[:, None, None], float("-inf"))
+    qg = qf.view(b, hkv, groups, width, d)
+    diag = [(qg * kv.k.float().unsqueeze(2)).sum(-1, keepdim=True) * scale for kv in chain]  # (B, Hkv, G, S, 1)
+    weights = torch.softmax(torch.cat([scores, *diag], dim=-1), dim=-1)  # (B, Hkv, G, S, R + len(chain))
+    out = (weights[..., :rows].reshape(b, hkv, groups * width, rows) @ base.v.float()).view(b, hkv, groups, width, d)
+    for index, kv in enumerate(chain):
+        out = out + weights[..., rows + index:rows + index + 1] * kv.v.float().unsqueeze(2)
+    return out.reshape(b, hq, width, d).to(q.dtype)
+
+
+def _first_step(head: Eagle3Head, tokens: torch.Tensor, fused: torch.Tensor, rows: torch.Tensor,
+                slots: RowSlots) -> tuple[torch.Tensor, KV]:
+    """The first unrolled step: keys and values of every row (the context of all later steps),
+    queries, attention, MLP of the scored rows only — on those rows, the head's causal pass
+    (:meth:`Eagle3Head.step`). tokens (B, R), fused (B, R, h) → features (N, h) of ``rows`` and
+    the keys and values (B, Hkv, R, D)."""
+    b, r = tokens.shape
+    layer = head.midlayer
+    x = layer.attention_input(head.embed(tokens), fused)  # (B, R, 2h)
+    cos, sin = head.rope(torch.arange(r, device=tokens.device).unsqueeze(0))  # (1, R, D)
+    base = KV(*layer.project_kv(x, cos, sin))  # (B, Hkv, R, D) each
+    row_of = rows % r
+    q = layer.project_q(x.reshape(b * r, -1).index_select(0, rows).unsqueeze(0), cos[:, row_of], sin[:, row_of])
+    out = rows_attention(slots.gather(q[0].transpose(0, 1)), base, [], slots,
+                         1.0 / math.sqrt(layer.self_attn.head_dim))  # (B, Hq, S, D)
+    features = layer.finish(fused.reshape(b * r, -1).index_select(0, rows), slots.scatter(out))  # (N, h)
+    return features, base
+
+
 def _rows_step(head: Eagle3Head, tokens: torch.Tensor, features: torch.Tensor, positions: torch.Tensor,
-               rows: torch.Tensor, shape: tuple[int, int], base: KV, chain: list[KV]) -> tuple[torch.Tensor, KV]:
-    """An unrolled step (s > 0) computed on ``rows`` only (flat indices into the (B, R) grid).
+               slots: RowSlots, base: KV, chain: list[KV]) -> tuple[torch.Tensor, KV]:
+    """An unrolled step (s > 0) computed on the scored rows only.
 
     Rows of steps after the first attend to the first step's keys and their own chain, never
-    to other rows of later steps, so only the scored rows need projections, MLP and logits;
-    the attention itself runs on the dense grid (rows left out hold zeros and are dropped).
-    tokens (N,), features (N, h), positions (N,) → new features (N, h) and this step's dense KV.
+    to other rows of later steps, so only the scored rows need projections, MLP, logits and
+    queries (:func:`rows_attention`). tokens (N,), features (N, h), positions (N,) → new
+    features (N, h) and this step's KV in ``slots``' layout.
     """
-    b, r = shape
     layer = head.midlayer
     x = layer.attention_input(head.embed(tokens), features)  # (N, 2h)
     q, k, v = layer.project_qkv(x.unsqueeze(0), *head.rope(positions.unsqueeze(0)))  # (1, H, N, D)
-
-    def dense(part: torch.Tensor) -> torch.Tensor:  # (1, H, N, D) → (B, H, R, D), zeros off ``rows``
-        heads, dim = part.shape[1], part.shape[3]
-        grid = part.new_zeros(b * r, heads, dim).index_copy(0, rows, part[0].transpose(0, 1))
-        return grid.view(b, r, heads, dim).transpose(1, 2)
-
-    own = KV(dense(k), dense(v))
-    out = chain_attention(dense(q), base, [*chain, own], 1.0 / math.sqrt(layer.self_attn.head_dim))  # (B, H, R, D)
-    out = out.transpose(1, 2).reshape(b * r, -1).index_select(0, rows)  # (N, H*D)
-    return layer.finish(features, out), own
+    own = KV(slots.gather(k[0].transpose(0, 1)), slots.gather(v[0].transpose(0, 1)))  # (B, Hkv, S, D)
+    out = rows_attention(slots.gather(q[0].transpose(0, 1)), base, [*chain, own], slots,
+                         1.0 / math.sqrt(layer.self_attn.head_dim))  # (B, Hq, S, D)
+    return layer.finish(features, slots.scatter(out)), own
 
 
 def unrolled_loss(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Tensor, target_logits: torch.Tensor,
@@ -74,9 +143,9 @@ def unrolled_loss(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Tensor, 
     """Weighted TTT loss of ``steps`` unrolled draft steps over a batch of sequences.
 
     input_ids (B, T); aux (B, T, 3H) target features; target_logits (B, T, V) (no grad);
-    response_mask (B, T) bool, True on response tokens. The first step runs on every row (its
-    keys are the context of all later steps); later steps, and all logits, only on the rows
-    some step scores. Returns the loss and per-step stats (with ``trace``, what each step read
+    response_mask (B, T) bool, True on response tokens. Only the first step's keys and values
+    are computed on every row (the context of all later steps); queries, attention, MLP and
+    logits of every step only on the rows some step scores. Returns the loss and per-step stats (with ``trace``, what each step read
     and wrote on those rows).
     """
     with torch.no_grad():
@@ -101,9 +170,8 @@ def unrolled_loss_from(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Ten
     grid_positions = torch.arange(rows_per_seq, device=input_ids.device).repeat(b)  # (B*R,)
     fused = head.fuse(aux[:, :rows_per_seq])  # (B, R, h)
     tokens = input_ids[:, 1:]  # (B, R)
-    first = head.step(tokens, fused, grid_positions[:rows_per_seq], logits=False)  # logits on ``rows`` below
-    base = first.kv
-    features = first.features.reshape(b * rows_per_seq, -1).index_select(0, rows)  # (N, h)
+    slots = RowSlots.of(rows, b, rows_per_seq)
+    features, base = _first_step(head, tokens, fused, rows, slots)  # (N, h), the keys every later step reads
     tokens_in = tokens.reshape(-1).index_select(0, rows)  # (N,)
     features_in = fused.reshape(b * rows_per_seq, -1).index_select(0, rows)  # (N, h), for the trace
     chain: list[KV] = []
@@ -120,8 +188,7 @@ def unrolled_loss_from(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Ten
     for s in range(steps):
         if s > 0:
             features_in = features
-            features, kv = _rows_step(head, tokens_in, features, grid_positions[rows] + s, rows,
-                                      (b, rows_per_seq), base, chain)
+            features, kv = _rows_step(head, tokens_in, features, grid_positions[rows] + s, slots, base, chain)
             chain.append(kv)
         logits = head.draft_logits(features)  # (N, Vd)
         mask = masks[s][rows]  # (N,) the scored token x_{t+2+s} is a response token

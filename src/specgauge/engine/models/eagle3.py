@@ -241,13 +241,22 @@ class Eagle3DecoderLayer(nn.Module):
         """x (…, T, 2h) with cos/sin (…, T, D) → q (…, Hq, T, D), k and v (…, Hkv, T, D), RoPE on q and k.
 
         Works for a batch (B, T, 2h) and for a flat ragged batch seen as (1, N, 2h)."""
+        return (self.project_q(x, cos, sin), *self.project_kv(x, cos, sin))
+
+    def project_q(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """The queries of :meth:`project_qkv` alone (training asks them of the rows it scores only)."""
         attn = self.self_attn
         lead, t = x.shape[:-2], x.shape[-2]
         q = attn.q_proj(x).view(*lead, t, attn.num_heads, attn.head_dim).transpose(-2, -3)
+        return apply_rope(q, cos.unsqueeze(-3), sin.unsqueeze(-3))
+
+    def project_kv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The keys and values of :meth:`project_qkv` alone."""
+        attn = self.self_attn
+        lead, t = x.shape[:-2], x.shape[-2]
         k = attn.k_proj(x).view(*lead, t, attn.num_kv_heads, attn.head_dim).transpose(-2, -3)
         v = attn.v_proj(x).view(*lead, t, attn.num_kv_heads, attn.head_dim).transpose(-2, -3)
-        cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)  # (…, 1, T, D)
-        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+        return apply_rope(k, cos.unsqueeze(-3), sin.unsqueeze(-3)), v
 
     def finish(self, features: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Residual on the input feature, then the MLP: features (…, h), attn_out (…, Hq·D) → (…, h)."""
