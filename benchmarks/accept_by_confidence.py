@@ -53,7 +53,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--regenerated", type=Path, required=True, help="a train draft run's regenerated/ folder")
     parser.add_argument("--model", default="specgauge-9m-4k", help="a shipped model's name")
-    parser.add_argument("--draft", type=Path, default=None, help="an EAGLE-3 head's directory (default: the model's shipped one)")
+    parser.add_argument("--draft", type=Path, default=None,
+                        help="an EAGLE-3 head's directory (default: the model's shipped one)")
     parser.add_argument("--samples", type=int, default=48, help="held-out responses per source")
     parser.add_argument("--max-len", type=int, default=1184)
     parser.add_argument("--threads", type=int, default=2)
