@@ -40,6 +40,7 @@ def module_at(revision: str):
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("ttt_before", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules["ttt_before"] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
