@@ -27,24 +27,25 @@ Outputs the degenerate-output check flags (``analysis.health.is_degenerate``, th
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import torch
 
-from specgauge.analysis.health import is_degenerate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accept_by_confidence import EDGES  # noqa: E402  (the same buckets of p)
+from draft_acceptance import serve  # noqa: E402
+
+from specgauge.analysis.health import is_degenerate  # noqa: E402
 from specgauge.compare.fit import fitting_suite, render_prompt
-from specgauge.engine.core.engine import Engine, EngineConfig
-from specgauge.engine.core.scheduler import SchedulerConfig
 from specgauge.engine.models.eagle3 import load_eagle3, target_features
 from specgauge.engine.models.llama import load_model
 from specgauge.engine.models.tokenizer import EngineTokenizer
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.shipped_models import get_shipped
 from specgauge.suites.registry import load_suite
-from specgauge.train.regenerate import complete_all
 from specgauge.train.ttt import unrolled_loss
 
-EDGES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0001)
 THRESHOLDS = (0.9, 0.7, 0.5)
 
 
@@ -62,19 +63,6 @@ def expected_accept(right: torch.Tensor, k: int) -> float:
             run *= values[i]
             total += run
     return 1.0 + total / (n - 1)
-
-
-def serve(target: Path, prompts: list[list[int]], spec: SpeculativeConfig, max_tokens: int,
-          threads: int) -> tuple[list[list[int]], float | None]:
-    """Greedy responses to ``prompts`` from the embedded engine (16 at a time) and its acceptance
-    length (tokens per verify; None without speculation)."""
-    engine = Engine(EngineConfig(model_dir=str(target), threads=threads, speculative=spec,
-                                 scheduler=SchedulerConfig(max_running=16, max_waiting=len(prompts) + 1)))
-    engine.start()
-    try:
-        return complete_all(engine, prompts, max_tokens), engine.snapshot()["avg_spec_accept_length"]
-    finally:
-        engine.stop()
 
 
 def bucket_of(p: torch.Tensor) -> torch.Tensor:
@@ -130,7 +118,7 @@ def main() -> None:
     requests = suite.requests[:args.prompts] if args.prompts else suite.requests
     tokenizer = EngineTokenizer(model.target_dir)
     prompts = [tokenizer.encode(render_prompt(tokenizer, r)) for r in requests]
-    responses, _ = serve(model.target_dir, prompts, SpeculativeConfig(), args.tokens, args.threads)
+    responses, _, _ = serve(model.target_dir, prompts, SpeculativeConfig(), args.tokens, args.threads, max_running=16)
     target = load_model(model.target_dir).eval()
     head = load_eagle3(draft_dir, target).eval()
     steps = max(chains)
@@ -175,7 +163,7 @@ def main() -> None:
         for k in chains:
             spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=k, min_draft_prob=0.0,
                                      draft_model_path=str(draft_dir))
-            outputs, accept = serve(model.target_dir, prompts, spec, args.tokens, args.threads)
+            outputs, accept, _ = serve(model.target_dir, prompts, spec, args.tokens, args.threads, max_running=16)
             same = sum(a == b for a, b in zip(outputs, responses))
             cells.append(f"{accept:>7.2f} ({same}/{len(prompts)} same)")
         print(f"{'drafter (served, all outputs)':<34}" + "".join(f"{c:>16}" for c in cells), flush=True)
