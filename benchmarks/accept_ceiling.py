@@ -8,6 +8,9 @@ started after every response token, the expected tokens per verify 1 + Σ_j Π_{
 
 - ``drafter``: the head given, teacher-forced as ``train draft`` validates it (its own fed-back
   features and tokens from step 1 on): what it should accept on this suite;
+- ``drafter (teacher-forced, chained)``: the same outcomes, but each chain starting where a server
+  would start it — after the previous chain's accepted drafts and bonus token — instead of at every
+  position (a server's chains start right after a rejection, where the next tokens tend to be hard);
 - ``drafter (served)`` with ``--served``: the engine's own acceptance counters, the head drafting
   chains of K on the same prompts (greedy, batched) — the teacher-forced figure checked against serving;
 - ``drafter, by p``: a drafter right at each position with the head's step-1 accuracy at that p
@@ -65,6 +68,20 @@ def expected_accept(right: torch.Tensor, k: int) -> float:
     return 1.0 + total / (n - 1)
 
 
+def chained_by_position(chance: torch.Tensor, k: int, samples: int = 64) -> float:
+    """:func:`chained_accept` for a drafter right at response position i with ``chance[i]``,
+    positions independent: the walk averaged over ``samples`` draws (one when every chance is 0 or 1)."""
+    n = chance.numel()
+    draws = 1 if bool(((chance == 0) | (chance == 1)).all()) else samples
+    generator = torch.Generator().manual_seed(0)
+    total = 0.0
+    for _ in range(draws):
+        outcome = torch.rand(n, generator=generator) < chance  # (n,) the draft of position i is right
+        shifted = torch.stack([torch.cat([outcome[s:], outcome.new_zeros(s)]) for s in range(k)])  # (k, n)
+        total += chained_accept(shifted, k)
+    return total / draws
+
+
 def bucket_of(p: torch.Tensor) -> torch.Tensor:
     """Index of each probability's bucket in ``EDGES``."""
     return torch.bucketize(p, torch.tensor(EDGES[1:-1]), right=True)
@@ -87,12 +104,24 @@ def read_back(target, head, prompt: list[int], response: list[int], steps: int) 
     probs = logits[0].softmax(-1).amax(-1)  # (T,) p of the greedy token after position i
     greedy = logits[0].argmax(-1)
     p = probs[rows + 1]
-    firsts = []
+    right = []  # per step: the chain started at each row drafts that step's token right
     for s, record in enumerate(stats.trace):
         drafted = head.draft_to_target(record["logits"].argmax(-1))
-        firsts.append((drafted == greedy[(rows + 1 + s).clamp(max=t - 1)]) & record["mask"])
+        right.append((drafted == greedy[(rows + 1 + s).clamp(max=t - 1)]) & record["mask"])
     keep = stats.trace[0]["mask"]
-    return {"p": p[keep], "step1": firsts[0][keep], "prefix": stats.prefix_correct, "counts": stats.counts}
+    return {"p": p[keep], "step1": right[0][keep], "right": torch.stack(right)[:, keep],
+            "prefix": stats.prefix_correct, "counts": stats.counts}
+
+
+def chained_accept(right: torch.Tensor, k: int) -> float:
+    """Tokens per verify as a server walks the response: a chain of ``k`` from the first position,
+    the next one after its accepted drafts and the bonus token. right (S ≥ k, n) per step and start."""
+    run = right[:k].int().cumprod(0).sum(0).tolist()  # (n,) drafts accepted from each start
+    verifies, at = [], 0
+    while at < len(run):
+        verifies.append(1 + run[at])
+        at += run[at] + 1
+    return sum(verifies) / max(len(verifies), 1)
 
 
 def main() -> None:
@@ -158,6 +187,7 @@ def main() -> None:
         return 1.0 + (r["prefix"][:k] / counts).sum().item()
 
     row("drafter (teacher-forced)", teacher_forced)
+    row("drafter (teacher-forced, chained)", lambda r, k: chained_accept(r["right"], k))
     if args.served:
         cells = []
         for k in chains:
@@ -175,6 +205,8 @@ def main() -> None:
             lambda r, k, th=theta: expected_accept(torch.where(r["p"] >= th, 1.0, accuracy[bucket_of(r["p"])]), k))
     if profile is not None:
         row(f"profile {args.profile}", lambda r, k: expected_accept(profile[bucket_of(r["p"])], k))
+        row("  the same, chained", lambda r, k: chained_by_position(profile[bucket_of(r["p"])], k))
+    row("sure ≥ 0.7, chained", lambda r, k: chained_by_position((r["p"] >= 0.7).float(), k))
 
 
 if __name__ == "__main__":
