@@ -100,12 +100,12 @@ def rows_attention(q: torch.Tensor, base: KV, chain: Sequence[KV], slots: RowSlo
     return out.reshape(b, hq, width, d).to(q.dtype)
 
 
-def _first_step(head: Eagle3Head, tokens: torch.Tensor, fused: torch.Tensor, rows: torch.Tensor,
-                slots: RowSlots) -> tuple[torch.Tensor, KV]:
+def _first_step(head: Eagle3Head, tokens: torch.Tensor, fused: torch.Tensor, fused_rows: torch.Tensor,
+                rows: torch.Tensor, slots: RowSlots) -> tuple[torch.Tensor, KV]:
     """The first unrolled step: keys and values of every row (the context of all later steps),
     queries, attention, MLP of the scored rows only — on those rows, the head's causal pass
-    (:meth:`Eagle3Head.step`). tokens (B, R), fused (B, R, h) → features (N, h) of ``rows`` and
-    the keys and values (B, Hkv, R, D)."""
+    (:meth:`Eagle3Head.step`). tokens (B, R), fused (B, R, h) and its ``rows`` (N, h) → features
+    (N, h) of ``rows`` and the keys and values (B, Hkv, R, D)."""
     b, r = tokens.shape
     layer = head.midlayer
     x = layer.attention_input(head.embed(tokens), fused)  # (B, R, 2h)
@@ -115,7 +115,7 @@ def _first_step(head: Eagle3Head, tokens: torch.Tensor, fused: torch.Tensor, row
     q = layer.project_q(x.reshape(b * r, -1).index_select(0, rows).unsqueeze(0), cos[:, row_of], sin[:, row_of])
     out = rows_attention(slots.gather(q[0].transpose(0, 1)), base, [], slots,
                          1.0 / math.sqrt(layer.self_attn.head_dim))  # (B, Hq, S, D)
-    features = layer.finish(fused.reshape(b * r, -1).index_select(0, rows), slots.scatter(out))  # (N, h)
+    features = layer.finish(fused_rows, slots.scatter(out))  # (N, h)
     return features, base
 
 
@@ -171,9 +171,9 @@ def unrolled_loss_from(head: Eagle3Head, input_ids: torch.Tensor, aux: torch.Ten
     fused = head.fuse(aux[:, :rows_per_seq])  # (B, R, h)
     tokens = input_ids[:, 1:]  # (B, R)
     slots = RowSlots.of(rows, b, rows_per_seq)
-    features, base = _first_step(head, tokens, fused, rows, slots)  # (N, h), the keys every later step reads
+    features_in = fused.reshape(b * rows_per_seq, -1).index_select(0, rows)  # (N, h)
+    features, base = _first_step(head, tokens, fused, features_in, rows, slots)  # (N, h), the keys every later step reads
     tokens_in = tokens.reshape(-1).index_select(0, rows)  # (N,)
-    features_in = fused.reshape(b * rows_per_seq, -1).index_select(0, rows)  # (N, h), for the trace
     chain: list[KV] = []
     total = torch.zeros((), device=input_ids.device)
     losses: list[float] = []
