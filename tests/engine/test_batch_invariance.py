@@ -7,7 +7,7 @@ import pytest
 import torch
 from engine_testkit import make_model, runner_for, step_logits
 
-from specgauge.engine.models.attention import linear_is_batch_invariant
+from specgauge.engine.models.attention import attention_is_batch_invariant, linear_is_batch_invariant, rowwise_attention
 from specgauge.engine.models.llama import load_model
 from specgauge.engine.core.sampling_params import SamplingParams
 from specgauge.engine.core.scheduler import Request
@@ -102,4 +102,31 @@ def test_the_batch_invariant_flag_follows_a_probe_of_every_matrix_shape(tmp_path
         model.prepare_for_inference(512, packing)
         _, qkv, o, _, gate_up, down = model._layer_weights[0]
         probes = [linear_is_batch_invariant(w) for w in (qkv, o, gate_up, down, model._lm_head_w)]
-        assert model.batch_invariant == all(probes), packing
+        assert model.batch_invariant == (all(probes) and attention_is_batch_invariant(model.attention_dtype)), packing
+
+
+@pytest.fixture
+def two_threads():
+    # fp32 SDPA's result depended on which thread computed it (AMD EPYC, torch 2.13): 2 threads
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_sequences_attention_has_the_same_bits_at_every_place_in_the_batch(two_threads, rows, dtype):
+    # Without MKL's reproducible mode (MKL_CBWR, set by specgauge.engine) fp32 SDPA on 2 threads
+    # gave a (sequence, head) one of three results by its place in a batch of 15, and SmolLM2's
+    # greedy outputs at 16 streams changed with what shared their steps (docs/engine.md)
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(15, 9, rows, 64, generator=generator).to(dtype)
+    k, v = (torch.randn(15, 3, 144, 64, generator=generator).to(dtype) for _ in range(2))
+    visible = torch.randint(100, 140, (15, 1, 1, 1), generator=generator) + torch.arange(rows).view(1, 1, rows, 1)
+    mask = torch.zeros(15, 1, rows, 144, dtype=dtype).masked_fill_(torch.arange(144) >= visible, float("-inf"))
+    batch = rowwise_attention(q, k, v, mask)
+    for i in range(15):
+        alone = rowwise_attention(q[i:i + 1], k[i:i + 1], v[i:i + 1], mask[i:i + 1])
+        assert torch.equal(alone, batch[i:i + 1]), i
+    assert attention_is_batch_invariant(dtype)

@@ -5,11 +5,12 @@ group (see :mod:`specgauge.engine.core.kv_cache`). With ``invariant`` every SDPA
 follow from the row alone — prompt rows in position-aligned blocks, generated rows one by one,
 the call a one-token decode makes — so a token's output bits do not depend on what shares its
 step (docs/engine.md, "Batch invariance"); :func:`linear_is_batch_invariant` probes whether this
-machine's matmuls allow that at all.
+machine's matmuls allow that at all, :func:`attention_is_batch_invariant` whether its SDPA does.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import torch
@@ -209,3 +210,31 @@ def linear_is_batch_invariant(weight: torch.Tensor | PackedFP16 | PackedOneDNN) 
         single = torch.cat([linear(x[i:i + 1], weight) for i in rows])
         return torch.equal(single, full[list(rows)]) and all(
             torch.equal(linear(x[:count], weight), full[:count]) for count in (2, 5, 40, 64, 65, 100, 140))
+
+
+def attention_is_batch_invariant(dtype: torch.dtype) -> bool:
+    """Probe: does SDPA give a one-row query (the call every row-wise row makes) the same bits
+    alone as at every place in a batch of 15, at this process's thread count? Without MKL's
+    reproducible mode fp32 SDPA on 2 threads did not (AMD EPYC, torch 2.13: a (sequence, head)
+    got one of three results by which thread computed it); bf16 did (specgauge.engine sets
+    MKL_CBWR, see its ``__init__``). Probed once per (dtype, threads); shapes, not values, pick
+    the kernel's path."""
+    return _attention_probe(dtype, torch.get_num_threads())
+
+
+@functools.cache
+def _attention_probe(dtype: torch.dtype, threads: int) -> bool:
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for keys, visible in ((64, 50), (144, 131), (1040, 1000)):
+            q, k, v = (torch.randn(15, heads, rows, 64, generator=generator).to(dtype)
+                       for heads, rows in ((9, 1), (3, keys), (3, keys)))
+            mask = torch.zeros(15, 1, 1, keys, dtype=dtype)
+            mask[..., visible:] = float("-inf")
+            batch = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+            for i in range(15):
+                alone = F.scaled_dot_product_attention(q[i:i + 1], k[i:i + 1], v[i:i + 1], attn_mask=mask[i:i + 1],
+                                                       enable_gqa=True)
+                if not torch.equal(alone, batch[i:i + 1]):
+                    return False
+    return True

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specgauge.engine.models.attention import linear_is_batch_invariant, paged_attention
+from specgauge.engine.models.attention import attention_is_batch_invariant, linear_is_batch_invariant, paged_attention
 from specgauge.engine.models.cpu_features import attention_dtype
 from specgauge.engine.models.linear import choose_packing, linear, pack
 
@@ -273,10 +273,13 @@ class LlamaForCausalLM(nn.Module):
         # Where matmuls give each row the same bits at any batch size (bf16 on CPUs with native
         # bf16, its weights reordered for oneDNN), attention is made row-wise too, and the whole
         # forward is batch-invariant. Probed for every matrix shape: whether a plain bf16 matmul is
-        # depends on its inner dimension (engine/models/linear.py, PackedOneDNN).
+        # depends on its inner dimension (engine/models/linear.py, PackedOneDNN) — and where SDPA
+        # gives a one-row query the same bits at any place in a batch (fp32 K/V: only in MKL's
+        # reproducible mode, which specgauge.engine sets).
         _, qkv_w, o_w, _, gate_up_w, down_w = self._layer_weights[0]
         self.batch_invariant = on_cpu and all(linear_is_batch_invariant(w)
-                                              for w in (qkv_w, o_w, gate_up_w, down_w, self._lm_head_w))
+                                              for w in (qkv_w, o_w, gate_up_w, down_w, self._lm_head_w)
+                                              ) and attention_is_batch_invariant(self.attention_dtype)
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """RMSNorm as HF computes it (in fp32, then back to the input dtype)."""
