@@ -20,6 +20,11 @@ def test_engine_process_serves_and_stops_cleanly(tiny_model_dir):
         out = httpx.post(proc.url + "/v1/completions", json={"model": "tiny", "prompt": "hi", "max_tokens": 3},
                          timeout=30).json()
         assert out["usage"]["completion_tokens"] >= 1
+        # the start lines say what the model computes in, as /server_info does
+        info = httpx.get(proc.url + "/server_info").json()
+        compute = next(line for line in proc.log_tail.splitlines() if line.startswith("computing in "))
+        assert compute.startswith(f"computing in {info['dtype']} (weights {info['weight_packing']}), attention in ")
+        assert f"batch-invariant {'yes' if info['batch_invariant'] else 'no'}, 1 thread(s)" in compute
         process = proc.process
     assert process.poll() is not None
     assert process.returncode in (0, -15)

@@ -210,10 +210,24 @@ def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device:
     except BaseException:
         sock.close()
         raise
+    print(compute_line(engine), file=sys.stderr, flush=True)
     settings = ServerSettings(served_model_name=served_model_name, api_key=api_key, max_body_bytes=max_body_bytes,
                               incremental_streaming_output=incremental_streaming_output,
                               header_timeout_s=header_timeout, keep_alive_timeout_s=keep_alive_timeout)
     serve_forever(engine, settings, sock, on_ready=lambda url: print(READY_PREFIX + url, flush=True))
+
+
+def compute_line(engine) -> str:
+    """What the loaded model computes in, as probed at load time (the same fields as
+    ``/server_info``): its weights' dtype and packing, the attention (K/V) dtype, whether every
+    token's logits are the same bits whatever shares its step, and the compute threads."""
+    import torch
+
+    model = engine.model
+    dtype = str(engine.config.torch_dtype).removeprefix("torch.")
+    return (f"computing in {dtype} (weights {model.weight_packing}), attention in "
+            f"{str(model.attention_dtype).removeprefix('torch.')}, batch-invariant "
+            f"{'yes' if model.batch_invariant else 'no'}, {torch.get_num_threads()} thread(s)")
 
 
 @click.command("models")
