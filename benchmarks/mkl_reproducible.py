@@ -3,6 +3,7 @@ buys: decode steps and their attention with it and without, side by side.
 
     PYTHONPATH=src python benchmarks/mkl_reproducible.py                 # smollm2-135m, 1 and 16 streams
     PYTHONPATH=src python benchmarks/mkl_reproducible.py --streams 1,4,16 --rounds 4
+    PYTHONPATH=src python benchmarks/mkl_reproducible.py --dtype float32   # fp32 weights: MKL's GEMMs too
 
 MKL reads MKL_CBWR once, at its first call, so each setting runs in its own child process (the
 mode off is an empty MKL_CBWR, which MKL ignores and specgauge.engine leaves alone); children of
@@ -48,7 +49,9 @@ def child(args: argparse.Namespace) -> dict:
     from specgauge.shipped_models import get_shipped
 
     torch.set_num_threads(args.threads)
-    dtype = torch.bfloat16 if has_native_bf16() else torch.float32
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(args.dtype)
+    if dtype is None:
+        dtype = torch.bfloat16 if has_native_bf16() else torch.float32
     model = load_model(get_shipped(args.model).target_dir, dtype=dtype)
     streams = [int(s) for s in args.streams.split(",")]
     most = max(streams)
@@ -97,13 +100,16 @@ def child(args: argparse.Namespace) -> dict:
             "sdpa": {s: statistics.median(t) for s, t in sdpa.items()},
             "invariant": {"float32": attention_is_batch_invariant(torch.float32),
                           "bfloat16": attention_is_batch_invariant(torch.bfloat16)},
-            "dtype": str(dtype).removeprefix("torch."), "attention": str(model.attention_dtype).removeprefix("torch."),
+            "dtype": str(dtype).removeprefix("torch."), "packing": model.weight_packing,
+            "attention": str(model.attention_dtype).removeprefix("torch."),
             "batch_invariant": invariant, "rowwise": model.batch_invariant}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
+                        help="the model's dtype (auto: the engine's default here); float32 weights are MKL's")
     parser.add_argument("--streams", default="1,16")
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=20)
@@ -121,7 +127,8 @@ def main() -> None:
                                  capture_output=True, env={**os.environ, "MKL_CBWR": value}).stdout
             results[name].append(json.loads(out.splitlines()[-1]))
     first = results["off"][0]
-    print(f"{args.model}: {first['dtype']} weights, {first['attention']} attention, {args.threads} thread(s), "
+    print(f"{args.model}: {first['dtype']} weights ({first['packing']}), {first['attention']} attention, "
+          f"{args.threads} thread(s), "
           f"context {args.context}, {args.rounds} rounds x {args.repeats} repeats a setting")
     for name, runs in results.items():
         print(f"MKL_CBWR {name or 'off'}: attention batch-invariant fp32 "
