@@ -39,20 +39,19 @@ def child(args: argparse.Namespace) -> dict:
     import torch.nn.functional as F
 
     from specgauge.engine.core.block_manager import BlockManager
+    from specgauge.engine.core.engine import EngineConfig
     from specgauge.engine.core.kv_cache import KVCache
     from specgauge.engine.core.model_runner import ModelRunner
     from specgauge.engine.core.sampling_params import SamplingParams
     from specgauge.engine.core.scheduler import Request, ScheduledSeq
     from specgauge.engine.models.attention import attention_is_batch_invariant, linear_is_batch_invariant
-    from specgauge.engine.models.cpu_features import has_native_bf16
     from specgauge.engine.models.llama import load_model
     from specgauge.shipped_models import get_shipped
 
     torch.set_num_threads(args.threads)
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(args.dtype)
-    if dtype is None:
-        dtype = torch.bfloat16 if has_native_bf16() else torch.float32
-    model = load_model(get_shipped(args.model).target_dir, dtype=dtype)
+    target_dir = get_shipped(args.model).target_dir
+    dtype = EngineConfig(model_dir=str(target_dir), dtype=args.dtype).torch_dtype  # auto: the engine's default
+    model = load_model(target_dir, dtype=dtype)
     streams = [int(s) for s in args.streams.split(",")]
     most = max(streams)
     per_seq = args.context // BLOCK + 2

@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import torch  # noqa: E402
 
 from specgauge.engine.core.block_manager import BlockManager  # noqa: E402
+from specgauge.engine.core.engine import EngineConfig  # noqa: E402
 from specgauge.engine.core.kv_cache import KVCache  # noqa: E402
 from specgauge.engine.core.model_runner import ModelRunner  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.core.scheduler import Request, ScheduledSeq  # noqa: E402
-from specgauge.engine.models.cpu_features import has_native_bf16  # noqa: E402
 from specgauge.engine.models.llama import load_model  # noqa: E402
 from specgauge.shipped_models import get_shipped  # noqa: E402
 
@@ -45,10 +45,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(args.dtype)
-    if dtype is None:
-        dtype = torch.bfloat16 if has_native_bf16() else torch.float32
-    model = load_model(get_shipped(args.model).target_dir, dtype=dtype)
+    target_dir = get_shipped(args.model).target_dir
+    dtype = EngineConfig(model_dir=str(target_dir), dtype=args.dtype).torch_dtype  # auto: the engine's default
+    model = load_model(target_dir, dtype=dtype)
     rows = [int(r) for r in args.rows.split(",")]
     total = args.context + max(rows)
     model.prepare_for_inference(total + BLOCK, packing="auto")
