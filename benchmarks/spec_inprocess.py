@@ -54,6 +54,7 @@ from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
 from specgauge.shipped_models import DEFAULT_MODEL, get_shipped  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
+from specgauge.engine.core.scheduler import SchedulerConfig  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
 
@@ -80,7 +81,10 @@ def build(name: str, draft: str | None, target: str, draft_b: str | None = None)
                              f"t<steps>x<topk>n<tokens>)")
         spec = SpeculativeConfig(algorithm="EAGLE3", num_steps=int(match[1]), min_draft_prob=int(match[2]) / 100,
                                  adaptive=bool(match[3]), draft_model_path=draft)
-    return Engine(EngineConfig(model_dir=target, threads=1, speculative=spec, weight_packing=packing or "auto"))
+    # One request at a time: a KV pool of the engine's minimum (two whole contexts) rather than the
+    # default for 64 running requests, so that several engines of a real model fit in memory at once.
+    return Engine(EngineConfig(model_dir=target, threads=1, speculative=spec, weight_packing=packing or "auto",
+                               scheduler=SchedulerConfig(max_running=1)))
 
 
 def decode_rate(engine: Engine, prompt: list[int], tokens: int) -> tuple[float, int, int, float]:
