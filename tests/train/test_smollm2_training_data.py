@@ -53,13 +53,13 @@ def test_unpack_lays_them_out_for_train_draft(tmp_path):
     assert subprocess.run([str(DATA / "unpack.sh")], capture_output=True, timeout=60).returncode == 2
 
 
-def test_the_head_in_progress_matches_its_checksums_and_loads_as_a_start():
-    """``--init-from training-data/smollm2-135m/head`` reads it: an EAGLE-3 head's config and
-    weights, SHA256SUMS intact, trained against SmolLM2's converted weights."""
-    from specgauge.train.assets import verify_checksums
+def test_the_shipped_head_was_trained_against_these_weights():
+    """``--init-from src/specgauge/assets/draft-smollm2`` continues from the shipped head (its
+    checksums and size: tests/train/test_every_shipped_model.py): an EAGLE-3 head's config, trained
+    against SmolLM2's converted weights, whose responses are the ones kept here."""
+    from specgauge.shipped_models import ASSETS_DIR
 
-    head = DATA / "head"
-    assert verify_checksums(head) == []
+    head = ASSETS_DIR / "draft-smollm2"
     config = json.loads((head / "config.json").read_text())
     assert config["draft_vocab_size"] <= config["vocab_size"]
     assert len(config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]) == 3
