@@ -1,5 +1,6 @@
 """SmolLM2-135M-Instruct in the engine's default dtype (bf16 where the CPU computes it natively):
-greedy n-gram speculation gives exactly the plain greedy tokens, one stream and eight at once.
+greedy n-gram and EAGLE-3 speculation (its shipped drafter) give exactly the plain greedy tokens,
+one stream and eight at once.
 
 A verify step runs k+1 rows where a plain decode runs one; the model is lossless only when each
 row's bits do not depend on how many rows share the step (docs/engine.md, "Batch invariance"). On
@@ -18,25 +19,36 @@ MAX_TOKENS = 32
 
 
 def generate(model_dir, prompts, max_running, **spec):
+    """The greedy tokens of each prompt, and the engine's tokens per verify (None without speculation)."""
     engine = make_spec_engine(model_dir, speculative=SpeculativeConfig(**spec) if spec else SpeculativeConfig(),
                               max_running=max_running, max_tokens_per_step=512, max_model_len=1024)
     assert engine.runner.model.batch_invariant, "the bf16 model should be batch-invariant on this CPU"
     engine.start()
     try:
         tokens, _ = generate_all(engine, prompts, SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0))
-        return tokens
+        return tokens, engine.metrics.avg_spec_accept_length()
     finally:
         engine.stop()
 
 
+def drafter(algorithm: str) -> dict:
+    if algorithm == "NGRAM":
+        return {"algorithm": "NGRAM", "num_steps": 4}
+    from specgauge.shipped_models import get_shipped
+
+    return {"algorithm": "EAGLE3", "num_steps": 3, "draft_model_path": str(get_shipped("smollm2-135m").draft_dir)}
+
+
+@pytest.mark.parametrize("algorithm", ["NGRAM", "EAGLE3"])
 @pytest.mark.parametrize("max_running", [1, 8])
-def test_ngram_greedy_equals_plain_greedy_in_bf16(smollm2_dir, max_running):
+def test_speculative_greedy_equals_plain_greedy_in_bf16(smollm2_dir, max_running, algorithm):
     from specgauge.engine.models.cpu_features import has_native_bf16
 
     if not has_native_bf16():
         pytest.skip("this CPU has no native bf16 (AMX or AVX512-BF16): the engine computes in float32 here")
     prompts = suite_chat_prompts(smollm2_dir, ("coding", "encyclopedic"), 3)
-    plain = generate(smollm2_dir, prompts, max_running)
-    spec = generate(smollm2_dir, prompts, max_running, algorithm="NGRAM", num_steps=4)
+    plain, _ = generate(smollm2_dir, prompts, max_running)
+    spec, accept_length = generate(smollm2_dir, prompts, max_running, **drafter(algorithm))
+    assert accept_length is not None and accept_length > 1.0, "no draft was accepted: the check would be vacuous"
     differ = [i for i, (a, b) in enumerate(zip(plain, spec)) if a != b]
     assert not differ, f"{len(differ)} of {len(prompts)} outputs differ, first at prompt {differ[0]}"
