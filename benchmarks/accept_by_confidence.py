@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 
 import torch
+from benchkit.confidence import EDGES
 
 from specgauge.engine.models.eagle3 import load_eagle3, target_features
 from specgauge.engine.models.llama import load_model
@@ -24,7 +25,6 @@ from specgauge.train.corpus import SOURCES
 from specgauge.train.draft import load_regenerated, pad_batch
 from specgauge.train.ttt import unrolled_loss
 
-EDGES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0001)
 
 
 @torch.no_grad()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from draft_acceptance import serve
+from benchkit.draft_serving import serve
 
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.shipped_models import get_shipped

@@ -36,8 +36,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accept_by_confidence import EDGES  # noqa: E402  (the same buckets of p)
-from draft_acceptance import serve  # noqa: E402
+from benchkit.confidence import EDGES  # noqa: E402  (the same buckets of p as accept_by_confidence.py)
+from benchkit.draft_serving import serve  # noqa: E402
 
 from specgauge.analysis.health import is_degenerate  # noqa: E402
 from specgauge.compare.fit import fitting_suite, render_prompt

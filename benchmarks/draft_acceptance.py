@@ -12,30 +12,14 @@ the expected length ``train draft`` estimated on its validation split (TRAINING.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-from specgauge.engine.core.engine import Engine, EngineConfig
-from specgauge.engine.core.scheduler import SchedulerConfig
+from benchkit.draft_serving import serve
+
 from specgauge.engine.speculative.config import SpeculativeConfig
 from specgauge.train.assets import shipped_target_dir
 from specgauge.train.corpus import SOURCES
-from specgauge.train.regenerate import complete_all, pick_prompts
-
-
-def serve(target: Path, prompts: list[list[int]], spec: SpeculativeConfig, max_new_tokens: int, threads: int,
-          max_running: int) -> tuple[list[list[int]], float | None, float]:
-    """Outputs, acceptance length (None without speculation) and seconds for ``prompts``."""
-    engine = Engine(EngineConfig(model_dir=str(target), threads=threads, speculative=spec,
-                                 scheduler=SchedulerConfig(max_running=max_running, max_waiting=len(prompts) + 1)))
-    engine.start()
-    try:
-        started = time.perf_counter()
-        outputs = complete_all(engine, prompts, max_new_tokens)
-        seconds = time.perf_counter() - started
-        return outputs, engine.snapshot()["avg_spec_accept_length"], seconds
-    finally:
-        engine.stop()
+from specgauge.train.regenerate import pick_prompts
 
 
 def main() -> None:

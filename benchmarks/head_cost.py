@@ -32,23 +32,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import torch  # noqa: E402
+from benchkit.length_prompts import prompt_of_length  # noqa: E402
 
-from specgauge.compare.fit import render_prompt  # noqa: E402
 from specgauge.engine.core.engine import Engine, EngineConfig  # noqa: E402
 from specgauge.engine.core.sampling_params import SamplingParams  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
 from specgauge.shipped_models import DEFAULT_MODEL, get_shipped  # noqa: E402
 from specgauge.suites.registry import load_suite  # noqa: E402
-
-
-def prompt_of_length(tokenizer, requests, length: int, offset: int) -> list[int]:
-    """``length`` tokens of the suite's rendered prompts, joined from the ``offset``-th on."""
-    ids: list[int] = []
-    index = offset
-    while len(ids) < length:
-        ids += tokenizer.encode(render_prompt(tokenizer, requests[index % len(requests)]))
-        index += 1
-    return ids[-length:]  # the end of a prompt: the template's assistant turn comes last
 
 
 def decode_steps(engine: Engine, prompt: list[int], tokens: int) -> list[tuple[float, object]]:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import torch  # noqa: E402
 
-from linear_packing import COPIES, shapes  # noqa: E402
+from benchkit.weight_shapes import COPIES, shapes  # noqa: E402
 from specgauge.engine.models.linear import (PackedFP16, PackedOneDNN, fp16_packing_supported, linear,  # noqa: E402
                                              onednn_packing_supported)
 from specgauge.shipped_models import DEFAULT_MODEL  # noqa: E402
@@ -53,7 +53,7 @@ def head_shapes(model: str) -> list[tuple[str, int, int]]:
 
 def decode_ab(model: str, contexts: list[int], streams: int, prompts: int, tokens: int) -> None:
     """The head's drafting time per drafted token, its row limit alternating step by step."""
-    from head_cost import prompt_of_length
+    from benchkit.length_prompts import prompt_of_length
 
     from specgauge.engine.core.engine import Engine, EngineConfig
     from specgauge.engine.core.sampling_params import SamplingParams

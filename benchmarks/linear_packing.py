@@ -18,7 +18,6 @@ the EAGLE-3 head.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -29,27 +28,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from benchkit.weight_shapes import COPIES, shapes  # noqa: E402
 
 from specgauge.engine.models.linear import (PackedFP16, PackedOneDNN, fp16_packing_supported, linear,  # noqa: E402
                                              onednn_packing_supported)
-from specgauge.shipped_models import DEFAULT_MODEL, get_shipped  # noqa: E402
-
-COPIES = 24  # weight copies cycled through: more than the last-level cache holds for the big shapes
-
-
-def shapes(model: str) -> list[tuple[str, int, int]]:
-    """(name, out, in) of the shipped target's fused matmuls and its drafter's."""
-    shipped = get_shipped(model)
-    t = json.loads((shipped.target_dir / "config.json").read_text())
-    d = json.loads((shipped.draft_dir / "config.json").read_text())
-    h, heads, kv = t["hidden_size"], t["num_attention_heads"], t["num_key_value_heads"]
-    head_dim = t.get("head_dim", h // heads)
-    return [("target qkv", (heads + 2 * kv) * head_dim, h), ("target o", h, heads * head_dim),
-            ("target gate_up", 2 * t["intermediate_size"], h), ("target down", h, t["intermediate_size"]),
-            ("target lm_head", t["vocab_size"], h), ("draft fc", d["hidden_size"], 3 * h),
-            ("draft qkv", (heads + 2 * kv) * head_dim, 2 * h), ("draft gate_up", 2 * d["intermediate_size"], h),
-            ("draft lm_head", d["draft_vocab_size"], h)]
-
+from specgauge.shipped_models import DEFAULT_MODEL  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -16,10 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import torch  # noqa: E402
-from spec_aggregate import SERVE_EAGLE, TARGET, ClosedLoop, build, closed_loop, describe_model  # noqa: E402
+from benchkit.closed_loop import SERVE_EAGLE, TARGET, ClosedLoop, build, closed_loop, describe_model  # noqa: E402
 
 from specgauge.compare.fit import fitting_suite, render_prompt  # noqa: E402
 from specgauge.engine.speculative.config import SpeculativeConfig  # noqa: E402
