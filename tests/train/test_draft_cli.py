@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from specgauge.train.regenerate import RegenerateConfig, pick_prompts, regenerate_source, response_starts
-from cli_testkit import run_cli as specgauge
+from cli_testkit import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,6 @@ def tiny_target(tiny_corpus, tmp_path_factory) -> Path:
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(tokenizer_dir / name, out / name)
     return out
-
-
-def run_cli(*args: str, timeout: float = 240):
-    return specgauge("train", "draft", *args, timeout=timeout)
 
 
 def test_response_starts_are_where_the_mask_turns_on():
@@ -116,7 +112,7 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
               "--regen-samples", "4", "--regen-validation-samples", "2", "--max-new-tokens", "8",
               "--max-prompt-tokens", "200", "--eval-every", "1", "--eval-samples", "2", "--batch-size", "2",
               "--ttt-steps", "3", "--draft-vocab-size", "200", "--threads", "1", "--fp32"]
-    done = run_cli(*common, "--max-steps", "2", "--output", str(tmp_path / "head"))
+    done = run_cli("train", "draft", *common, "--max-steps", "2", "--output", str(tmp_path / "head"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "eval step 2" in done.stdout and "code_stdlib acc" in done.stdout
     head_dir = tmp_path / "head"
@@ -125,21 +121,21 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     assert "| code_stdlib |" in training and "train draft" in training and "--max-steps 2" in training
     head = load_eagle3(head_dir, load_model(tiny_target))
     assert head.config.draft_vocab_size == 200 and head.config.aux_layers == (1, 2, 3)
-    resumed = run_cli(*common, "--max-steps", "3", "--resume")
+    resumed = run_cli("train", "draft", *common, "--max-steps", "3", "--resume")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "resumed at step 2" in resumed.stdout and "stopped at step 3" in resumed.stdout
 
     # A new run started from that head keeps its vocabulary map and shape.
     shutil.copytree(tmp_path / "run" / "regenerated", tmp_path / "warm" / "regenerated")
     warm = [*common[:4], "--run-dir", str(tmp_path / "warm"), *common[6:]]
-    refused = run_cli(*warm, "--init-from", str(head_dir), "--intermediate-size", "16", "--max-steps", "1", timeout=60)
+    refused = run_cli("train", "draft", *warm, "--init-from", str(head_dir), "--intermediate-size", "16", "--max-steps", "1", timeout=60)
     assert refused.returncode == 2 and "--intermediate-size 16: the head in" in refused.stderr
     assert "can widen its MLP, not narrow it" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     # ... and reads the target layers --aux-layers names instead of its own (the fc keeps its shape),
     # with its MLP widened when a wider --intermediate-size is given
     mlp_width = head.config.intermediate_size + 32
-    started = run_cli(*warm, "--init-from", str(head_dir), "--aux-layers", "0,2,3", "--max-steps", "1",
+    started = run_cli("train", "draft", *warm, "--init-from", str(head_dir), "--aux-layers", "0,2,3", "--max-steps", "1",
                       "--intermediate-size", str(mlp_width), "--output", str(tmp_path / "warm_head"))
     assert started.returncode == 0, started.stderr[-2000:]
     warm_head = load_eagle3(tmp_path / "warm_head", load_model(tiny_target))
@@ -151,18 +147,18 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     assert f"started from the head in `{head_dir}`" in warm_training and "--aux-layers 0,2,3" in warm_training
     assert "(inputs of target layers) [0, 2, 3]" in warm_training
     # resumed without those flags, the run keeps its checkpoint head's layers and MLP width
-    resumed_warm = run_cli(*warm, "--max-steps", "2", "--resume", "--output", str(tmp_path / "warm_head"))
+    resumed_warm = run_cli("train", "draft", *warm, "--max-steps", "2", "--resume", "--output", str(tmp_path / "warm_head"))
     assert resumed_warm.returncode == 0, resumed_warm.stderr[-2000:]
     assert "aux layers (0, 2, 3)" in resumed_warm.stdout and "resumed at step 1" in resumed_warm.stdout
     assert load_eagle3(tmp_path / "warm_head", load_model(tiny_target)).config.intermediate_size == mlp_width
     # ... and a width given that is not the checkpoint's is refused in one line naming both
-    other = run_cli(*warm, "--max-steps", "3", "--resume", "--intermediate-size", str(mlp_width + 8), timeout=120)
+    other = run_cli("train", "draft", *warm, "--max-steps", "3", "--resume", "--intermediate-size", str(mlp_width + 8), timeout=120)
     assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1, other.stderr[-2000:]
     assert f"intermediate_size {mlp_width} there, {mlp_width + 8} here" in other.stderr
     # A --draft-vocab-size given asks for a new map of that size, built from the responses.
     wider = [*common[:4], "--run-dir", str(tmp_path / "wider"), *common[6:-5], "--threads", "1", "--fp32"]
     shutil.copytree(tmp_path / "run" / "regenerated", tmp_path / "wider" / "regenerated")
-    grown = run_cli(*wider, "--draft-vocab-size", "300", "--init-from", str(head_dir), "--max-steps", "1",
+    grown = run_cli("train", "draft", *wider, "--draft-vocab-size", "300", "--init-from", str(head_dir), "--max-steps", "1",
                     "--output", str(tmp_path / "wider_head"))
     assert grown.returncode == 0, grown.stderr[-2000:]
     wider_head = load_eagle3(tmp_path / "wider_head", load_model(tiny_target))
@@ -183,7 +179,7 @@ def test_train_draft_end_to_end_then_resume(tiny_corpus, tiny_target, tmp_path):
     (["--aux-layers", "1,2,4"], "--aux-layers 1,2,4: the target has 4 layers"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tiny_corpus, tiny_target, tmp_path, extra, message):
-    done = run_cli("--target", str(tiny_target), "--corpus", str(tiny_corpus["dir"]), "--run-dir", str(tmp_path), *extra,
+    done = run_cli("train", "draft", "--target", str(tiny_target), "--corpus", str(tiny_corpus["dir"]), "--run-dir", str(tmp_path), *extra,
                    timeout=60)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
@@ -191,7 +187,7 @@ def test_bad_input_is_one_line_and_exit_2(tiny_corpus, tiny_target, tmp_path, ex
 
 
 def test_missing_corpus_and_target_are_named(tmp_path, tiny_target):
-    done = run_cli("--target", str(tiny_target), "--corpus", str(tmp_path / "nope"), "--run-dir", str(tmp_path), timeout=60)
+    done = run_cli("train", "draft", "--target", str(tiny_target), "--corpus", str(tmp_path / "nope"), "--run-dir", str(tmp_path), timeout=60)
     assert done.returncode == 2 and "--corpus:" in done.stderr
-    done = run_cli("--target", str(tmp_path), "--corpus", str(tmp_path), "--run-dir", str(tmp_path), timeout=60)
+    done = run_cli("train", "draft", "--target", str(tmp_path), "--corpus", str(tmp_path), "--run-dir", str(tmp_path), timeout=60)
     assert done.returncode == 2 and "--target: no config.json" in done.stderr

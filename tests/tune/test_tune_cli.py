@@ -70,6 +70,8 @@ def test_tune_on_url_arms_chooses_the_fastest_depth_and_emits_the_settings(tmp_p
     (("--context-lengths", "1-128,64-256"), "overlaps"),
     (("--tokenizer", "/nonexistent/tokenizer.json"), "does not exist"),
     (("--min-rounds", "3", "--max-rounds", "2"), "exceeds"),
+    (("--speculative-engine", "--threads 1", "--engine-args", "--threads 2"), "--engine-args is its old name"),
+    (("--engine-args", "--threads 1", "--url", "0=http://a"), "--url, --speculative-engine"),
 ])
 def test_bad_tune_arguments_are_refused_with_one_line(args, message, tmp_path):
     done = run_cli("tune", *args, "--db", str(tmp_path / "t.db"), timeout=120)
@@ -78,9 +80,14 @@ def test_bad_tune_arguments_are_refused_with_one_line(args, message, tmp_path):
     assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 3  # click's usage line + the error
 
 
+def test_tunes_old_engine_args_name_is_hidden_from_help(cli_here):
+    shown = cli_here("tune", "--help")
+    assert shown.returncode == 0 and "--speculative-engine" in shown.stdout and "--engine-args" not in shown.stdout
+
+
 @pytest.mark.slow   # runs the embedded engine
 def test_tune_on_the_embedded_engine_emits_a_schedule_and_verifies_it(tiny_model_dir, tmp_path):
-    done = run_cli("tune", "--engine-args", f"--model {tiny_model_dir} --threads 1", "--algorithm", "NGRAM",
+    done = run_cli("tune", "--speculative-engine", f"--model {tiny_model_dir} --threads 1", "--algorithm", "NGRAM",
                    "--depths", "0,2", "--concurrency", "1,2", "--suite", "smoke", "--min-requests", "2",
                    "--max-tokens", "8", "--warmup", "0", "--min-rounds", "2", "--max-rounds", "2",
                    "--verify-rounds", "1", "--db", str(tmp_path / "t.db"), "--output-json", str(tmp_path / "t.json"))

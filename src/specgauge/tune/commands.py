@@ -37,8 +37,10 @@ def _url_arms(ctx, param, values):
               help="candidate draft depths (0 = no speculation)")
 @click.option("--concurrency", type=CommaList(int, low=1, unique_sorted=True), default="1,4,16,64",
               show_default=True, help="concurrency levels measured")
-@click.option("--engine-args", default="", metavar="ARGS",
+@click.option("--speculative-engine", "engine_args", default="", metavar="ARGS",
               help="arms on the embedded engine: 'specgauge serve ARGS' plus each depth's flags (the default arms)")
+@click.option("--engine-args", "engine_args_old", metavar="ARGS", hidden=True,
+              help="the old name of --speculative-engine (compare's name for the embedded engine's arguments)")
 @click.option("--algorithm", type=click.Choice(["EAGLE3", "NGRAM"], case_sensitive=False), default="EAGLE3",
               show_default=True, help="the embedded engine's drafter")
 @click.option("--launch-template", metavar="CMD", help="arms launched by a command with {k} and {port} "
@@ -83,12 +85,17 @@ def tune_command(**options) -> None:
     embedded engine, verified."""
     from specgauge.tune.arms import check_schedule_template, engine_arm, template_arm, url_arm, vllm_schedule_template
 
+    old_name = options.pop("engine_args_old")
+    if old_name is not None:
+        if options["engine_args"]:
+            raise click.UsageError("give --speculative-engine once (--engine-args is its old name)")
+        options["engine_args"] = old_name
     depths, urls = options["depths"], dict(options["urls"])
     schedule_url = urls.pop("schedule", None)
     if schedule_url is not None and not urls:
         raise click.UsageError("--url schedule=URL verifies URL arms: give the depths' servers too (--url K=URL)")
     sources = [name for name, given in (("--url", bool(urls)), ("--launch-template", options["launch_template"]),
-                                        ("--engine-args", options["engine_args"])) if given]
+                                        ("--speculative-engine", options["engine_args"])) if given]
     if len(sources) > 1:
         raise click.UsageError(f"give only one kind of arm: {', '.join(sources)}")
     for option in ("launch_template_off", "launch_template_schedule"):
