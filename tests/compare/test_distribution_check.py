@@ -16,20 +16,34 @@ SERVE = f"{shlex.quote(sys.executable)} -m specgauge serve --port {{port}}"
 EAGLE3 = f"{SERVE} --speculative-algorithm EAGLE3"
 
 
-def _distribution(tmp_path, speculative_cmd: str, name: str) -> tuple[dict, str]:
-    done = run_cli("compare", "--baseline-cmd", SERVE, "--speculative-cmd", speculative_cmd, "--rounds", "1",
-                   "--temperature", "0.7", "--samples-per-prompt", DEFAULT_SAMPLES_PER_PROMPT,
-                   "--domains", "coding", "--single-stream-requests", "1", "--concurrency", "1",
-                   "--num-requests", "1", "--warmup", "0", "--resamples", "200",
-                   "--output-json", tmp_path / f"{name}.json", "--db", tmp_path / f"{name}.db")
-    assert done.returncode == 0, done.stderr
-    return json.loads((tmp_path / f"{name}.json").read_text())["losslessness"]["distribution"], done.stdout
+def _compare_args(tmp_path, speculative_cmd: str, name: str) -> list:
+    return ["compare", "--baseline-cmd", SERVE, "--speculative-cmd", speculative_cmd, "--rounds", "1",
+            "--temperature", "0.7", "--samples-per-prompt", DEFAULT_SAMPLES_PER_PROMPT,
+            "--domains", "coding", "--single-stream-requests", "1", "--concurrency", "1",
+            "--num-requests", "1", "--warmup", "0", "--resamples", "200",
+            "--output-json", tmp_path / f"{name}.json", "--db", tmp_path / f"{name}.db"]
+
+
+def _distributions(tmp_path, arms: dict[str, str]) -> dict[str, tuple[dict, str]]:
+    """Each named speculative command's check, the compares run at the same time (they share nothing:
+    each launches its own servers on ports of its own and writes its own store)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(arms)) as pool:
+        done = dict(zip(arms, pool.map(lambda item: run_cli(*_compare_args(tmp_path, item[1], item[0])),
+                                       arms.items())))
+    checks = {}
+    for name, result in done.items():
+        assert result.returncode == 0, (name, result.stderr)
+        document = json.loads((tmp_path / f"{name}.json").read_text())
+        checks[name] = document["losslessness"]["distribution"], result.stdout
+    return checks
 
 
 @pytest.mark.slow
 def test_a_wrong_sampler_is_flagged_and_a_correct_one_passes(tmp_path):
-    faulted, faulted_out = _distribution(tmp_path, f"{EAGLE3} --testing-fault accept-bias=1.5", "faulted")
-    correct, correct_out = _distribution(tmp_path, EAGLE3, "correct")
+    checks = _distributions(tmp_path, {"faulted": f"{EAGLE3} --testing-fault accept-bias=1.5", "correct": EAGLE3})
+    (faulted, faulted_out), (correct, correct_out) = checks["faulted"], checks["correct"]
     for check in (faulted, correct):
         assert check["checked"] and check["temperature"] == 0.7 and check["positions_tested"] == 12
         assert check["samples_per_prompt"] == DEFAULT_SAMPLES_PER_PROMPT and check["prompts"] == 2

@@ -26,7 +26,7 @@ from specgauge.testing.scripted_server import Script, ScriptedServer
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 import ray  # noqa: E402
 
-pytestmark = pytest.mark.slow   # starts Ray clusters
+pytestmark = pytest.mark.slow   # starts Ray clusters (on one pytest-xdist worker: tests/conftest.py)
 
 
 @pytest.fixture
