@@ -104,6 +104,7 @@ def test_tune_on_the_embedded_engine_emits_a_schedule_and_verifies_it(tiny_model
         assert "nothing to verify" in done.stdout
 
 
+@pytest.mark.slow   # starts the embedded engine
 def test_the_verify_arm_serves_the_emitted_schedule(tiny_model_dir):
     # the schedule arm --verify starts: the embedded engine with the emitted --speculative-schedule
     import urllib.request
