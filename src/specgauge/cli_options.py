@@ -94,10 +94,11 @@ POSITIVE_NUMBERS = CommaList(float, low=0, low_open=True)
 def parse_headers(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """``("X-A: 1",)`` → ``(("X-A", "1"),)``; a value without ``NAME:`` is a one-line usage error."""
     headers = []
-    for raw in values:
+    for number, raw in enumerate(values, 1):
         name, sep, value = raw.partition(":")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{raw!r} is not NAME:VALUE", param_hint="'--header'")
+        if not sep or not name.strip():  # the text is not echoed: it may be a token given without its name
+            raise click.BadParameter(f"header {number} is not NAME:VALUE (its text is not shown: it may be a secret)",
+                                     param_hint="'--header'")
         headers.append((name.strip(), value.strip()))
     return tuple(headers)
 

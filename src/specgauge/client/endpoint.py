@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from specgauge.errors import UserError
@@ -28,8 +28,8 @@ class Endpoint:
     base_url: str
     api: str
     model: str | None = None
-    api_key: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
+    api_key: str | None = field(default=None, repr=False)               # secrets: never in a repr,
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # a log or an error message
     tokenizer_path: str | None = None
     server: str | None = None   # "sglang" once the probe has shown it (probe.server_of); None: unknown
     context_length: int | None = None

@@ -101,8 +101,8 @@ class ComparePlan(BaseModel):
     think_time_distribution: Literal["fixed", "exponential", "uniform"] = "fixed"
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
-    api_key: str | None = Field(default=None, exclude=True)
-    headers: tuple[tuple[str, str], ...] = Field(default=(), exclude=True)   # --header: sent, never stored
+    api_key: str | None = Field(default=None, exclude=True, repr=False)
+    headers: tuple[tuple[str, str], ...] = Field(default=(), exclude=True, repr=False)   # --header: sent, never stored
 
     @model_validator(mode="before")
     @classmethod

@@ -73,8 +73,8 @@ class TunePlan:
     think_time_ms: float = 0.0                # multi-turn sessions: pause before each later turn (load/sessions.py)
     think_time_distribution: str = "fixed"
 
-    api_key: str | None = None           # --api-key, --header: sent with every request, never stored
-    headers: tuple[tuple[str, str], ...] = ()
+    api_key: str | None = field(default=None, repr=False)   # --api-key, --header: sent with every request,
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)   # never stored nor shown
 
     def requests_at(self, concurrency: int) -> int:
         if self.num_requests is not None:
