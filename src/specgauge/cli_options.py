@@ -120,11 +120,14 @@ def db_option(function: Callable | None = None, *, default: str | None = DEFAULT
 
 
 def secret_options(function: Callable) -> Callable:
-    """``--api-key`` and ``--header NAME:VALUE`` (parsed into pairs): sent with every request, never stored."""
+    """``--api-key`` and ``--header NAME:VALUE`` (parsed into pairs): sent with every request, never
+    stored; and how the connection is made, ``--insecure`` (https without certificate checks)."""
     return _apply(function, [
         click.option("--api-key", metavar="KEY", help="bearer token (else $OPENAI_API_KEY); never stored"),
         click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", callback=_headers_callback,
                      help="extra HTTP header (repeatable); values never stored"),
+        click.option("--insecure", is_flag=True, default=False,
+                     help="https: do not check the server's certificate or host name (self-signed servers)"),
     ])
 
 

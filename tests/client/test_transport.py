@@ -350,3 +350,44 @@ async def test_https_through_a_proxy_is_refused_in_one_line(monkeypatch):
     assert record.error_class is ErrorClass.OTHER and "does not tunnel https" in record.error_message
     with pytest.raises(UserError, match="does not tunnel https through a proxy"):
         await check_reachable(Endpoint("https://origin.test", api="openai-chat"))
+
+
+def test_bench_insecure_reaches_a_self_signed_https_server(self_signed, tmp_path):
+    import threading
+
+    from cli_testkit import one_line_error, run_cli
+
+    async def respond(writer, n, request):
+        if request[0].startswith("GET "):
+            models = b'{"data":[{"id":"m"}]}'
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(models), models))
+        else:
+            writer.write((SSE_HEAD + f"Content-Length: {len(STREAM)}\r\n\r\n").encode() + STREAM)
+
+    loop = asyncio.new_event_loop()
+    server = RawServer(respond, self_signed)
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.__aenter__())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert started.wait(30), "the https test server did not start"
+    try:
+        args = ("bench", server.url, "--api", "openai-chat", "--model", "m", "--num-requests", "2", "--warmup", "0",
+                "--raw-chat-format", "--output-json", "-", "--db", tmp_path / "r.db")
+        refused = run_cli(*args)
+        done = run_cli(*args, "--insecure")
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.run_until_complete(server.__aexit__())
+        loop.close()
+    one_line_error(refused, "cannot reach", "TLS")
+    assert done.returncode == 0, done.stderr
+    point = json.loads(done.stdout)["points"][0]
+    assert point["num_ok"] == 2 and point["num_errors"] == 0

@@ -109,7 +109,7 @@ class ConnectionPool:
                 connection = idle.pop()   # the most recently used: warm in every cache
                 if not connection.closed and now - connection.idle_since < self.keepalive_s:
                     return connection, True
-                connection.abort()
+                self.discard(connection)
         return await self._open_new(origin, route, key, connect_s), False
 
     def release(self, connection: HttpConnection) -> None:
@@ -145,7 +145,7 @@ class ConnectionPool:
                 addresses = await self._resolve(host, port)
                 family, address = addresses[0][0], addresses[0][4]
                 _, connection = await loop.create_connection(
-                    lambda: HttpConnection(loop, key, via_proxy=route is not None), host=address[0],
+                    lambda: HttpConnection(loop, key), host=address[0],
                     port=address[1], family=family, ssl=self._tls_for(origin.insecure) if tls else None,
                     server_hostname=origin.host if tls else None,
                     ssl_handshake_timeout=connect_s if tls else None)

@@ -80,16 +80,14 @@ class HttpConnection(asyncio.Protocol):
     exchange, whether the response was read to its end on a connection the server keeps open.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, key: object, via_proxy: bool = False) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, key: object) -> None:
         self.loop = loop
         self.key = key                 # the pool's key (origin or proxy) this connection belongs to
-        self.via_proxy = via_proxy     # requests carry absolute-form targets (RFC 9112 section 3.2.2)
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reusable = False
         self.idle_since = 0.0
         self.last_data_ns = 0
-        self.exchanges = 0
         self._exchange: Exchange | None = None
         self._parser: httptools.HttpResponseParser | None = None
         self._headers: dict[str, str] = {}
@@ -217,7 +215,6 @@ class HttpConnection(asyncio.Protocol):
         self._headers, self._status, self._informational = {}, 0, False
         self._close_delimited = self._complete = self._stop = self.reusable = False
         self._inflate = self._sink_error = None
-        self.exchanges += 1
         self.transport.write(request)
         return exchange
 

@@ -113,7 +113,7 @@ def _where(store: Store, point: PointRow) -> str:
 
 def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
     return Endpoint(base_url=config.url, api=config.api, model=model, api_key=config.api_key,
-                    headers=config.headers, tokenizer_path=config.tokenizer_path,
+                    headers=config.headers, tokenizer_path=config.tokenizer_path, insecure=config.insecure,
                     context_length=config.prepared.context_length if config.prepared is not None else None)
 
 

@@ -85,6 +85,7 @@ class BenchConfig(BaseModel):
     api_key: str | None = Field(default=None, repr=False)               # never stored, never shown
     headers: tuple[tuple[str, str], ...] = Field(default=(), repr=False)  # stored by name only
     tokenizer_path: str | None = None
+    insecure: bool = False                     # https without certificate checks (--insecure)
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     # The workload options of vLLM's `bench serve` / SGLang's `bench_serving` (docs/bench.md).
     dataset_name: Literal["random", "sharegpt", "custom"] | None = None
