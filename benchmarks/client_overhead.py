@@ -109,6 +109,7 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
         client_cpu_s = time.process_time() - cpu_start
         truth = server.truth()
     ttft_error_ms, itl_client, itl_truth, errors = [], [], [], 0
+    to_server_ms, to_client_ms = [], []   # the error's two halves (one clock: same machine, CLOCK_MONOTONIC)
     for record in outcome.records:
         t = truth.get(record.server_request_id or "")
         if not record.ok or t is None or not t["chunk_send_ns"]:
@@ -117,6 +118,8 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
         client_ttft = record.chunk_times_ns[0] - record.t_send_ns
         server_ttft = t["chunk_send_ns"][0] - t["t_recv_ns"]
         ttft_error_ms.append((client_ttft - server_ttft) / 1e6)
+        to_server_ms.append((t["t_recv_ns"] - record.t_send_ns) / 1e6)
+        to_client_ms.append((record.chunk_times_ns[0] - t["chunk_send_ns"][0]) / 1e6)
         n = len(record.chunk_times_ns)
         if n > 1:  # mean ITL of the request: (last - first) / (tokens after the first)
             itl_client.append((record.chunk_times_ns[-1] - record.chunk_times_ns[0]) / (n - 1) / 1e6)
@@ -128,6 +131,8 @@ def accuracy(concurrency: int, waves: int, script: dict) -> dict:
             "itl_error_pct_mean": statistics.fmean(itl_error_pct) if itl_error_pct else float("nan"),
             "itl_error_pct_p99_abs": percentile([abs(x) for x in itl_error_pct], 99),
             "itl_truth_ms": statistics.fmean(itl_truth) if itl_truth else float("nan"),
+            "to_server_ms_p50": percentile(to_server_ms, 50), "to_server_ms_p99": percentile(to_server_ms, 99),
+            "to_client_ms_p50": percentile(to_client_ms, 50), "to_client_ms_p99": percentile(to_client_ms, 99),
             "connections": len(outcome.connect_ms),
             "connect_ms_p50": percentile(outcome.connect_ms, 50), "connect_ms_max": max(outcome.connect_ms or [0]),
             "send_lag_ms_p50": percentile(outcome.send_lag_ms, 50),
@@ -345,6 +350,7 @@ def main() -> None:
     parser.add_argument("--throughput-streams", type=int, default=64)
     parser.add_argument("--throughput-chunks", type=int, default=2000)
     parser.add_argument("--only-cpu", action="store_true", help="only the CPU-per-chunk comparison")
+    parser.add_argument("--no-throughput", dest="throughput", action="store_false", help="skip the chunks/s ceiling")
     parser.add_argument("--no-cpu", dest="cpu", action="store_false", help="skip the CPU-per-chunk comparison")
     parser.add_argument("--before-rev", default="main", help="git revision whose client is the 'before' ('' : none)")
     parser.add_argument("--cpu-repeats", type=int, default=3)
@@ -377,6 +383,9 @@ def main() -> None:
               f"TTFT - truth median {r['ttft_error_ms_p50']:+.2f} ms, p99 {r['ttft_error_ms_p99']:+.2f} ms "
               f"(target <= 2 / <= 10); ITL vs truth {r['itl_error_pct_mean']:+.3f} % mean, "
               f"|err| p99 {r['itl_error_pct_p99_abs']:.3f} % of {r['itl_truth_ms']:.2f} ms (target <= 2 %)")
+        print(f"       of which: client write -> server read of the request median {r['to_server_ms_p50']:.2f} ms, "
+              f"p99 {r['to_server_ms_p99']:.2f} ms (the server's loop); server write -> client read of the first "
+              f"chunk median {r['to_client_ms_p50']:.2f} ms, p99 {r['to_client_ms_p99']:.2f} ms (the client's loop)")
         print(f"       connect: {r['connections']} connections opened before the window, median "
               f"{r['connect_ms_p50']:.2f} ms, max {r['connect_ms_max']:.2f} ms; "
               f"send lag median {r['send_lag_ms_p50']:.2f} ms, p99 {r['send_lag_ms_p99']:.2f} ms; "
@@ -386,7 +395,7 @@ def main() -> None:
             print(f"       plain aiohttp+uvloop reference client, same point: TTFT - truth median "
                   f"{p['ttft_error_ms_p50']:+.2f} ms, p99 {p['ttft_error_ms_p99']:+.2f} ms; "
                   f"ITL vs truth {p['itl_error_pct_mean']:+.3f} % mean")
-    for events_per_write in (16, 1):
+    for events_per_write in (16, 1) if args.throughput else ():
         t = throughput(args.throughput_streams, args.throughput_chunks, 2, events_per_write)
         print(f"  {t['streams']:4d} streams, server as fast as it can ({events_per_write} event(s) per write): "
               f"{t['chunks']} chunks in {t['seconds']:.2f} s = {t['chunks_per_s']:,.0f} chunks/s "

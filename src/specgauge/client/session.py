@@ -23,14 +23,17 @@ class StreamSession:
     the unmeasured side requests (counter scrapes). Use as ``async with``; closing it closes both."""
 
     def __init__(self, timeouts: Timeouts, connect_ms: list[float] | None = None,
-                 resolver: Resolver | None = None) -> None:
+                 resolver: Resolver | None = None, insecure: bool = False) -> None:
         self.timeouts = timeouts
+        self.insecure = insecure
         self.pool = ConnectionPool(connect_ms=connect_ms, resolver=resolver, keepalive_s=KEEPALIVE_S)
         self.http: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> "StreamSession":
-        self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None,
-                                                                        sock_connect=self.timeouts.connect_s))
+        # trust_env: the scrapes take the measured stream's HTTP_PROXY / NO_PROXY route
+        self.http = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeouts.connect_s), trust_env=True,
+            connector=aiohttp.TCPConnector(ssl=False) if self.insecure else None)
         return self
 
     async def __aexit__(self, *exc_info) -> None:
@@ -44,11 +47,12 @@ class StreamSession:
 
 
 def open_session(timeouts: Timeouts, connect_ms: list[float] | None = None,
-                 resolver: Resolver | None = None) -> StreamSession:
+                 resolver: Resolver | None = None, insecure: bool = False) -> StreamSession:
     """One :class:`StreamSession` for a whole point: no connection limit (the load mode is the
     limit), 300 s keep-alive, every new connection's set-up time (ms) appended to ``connect_ms``.
-    ``resolver(host, port)`` replaces DNS (getaddrinfo-shaped answers)."""
-    return StreamSession(timeouts, connect_ms, resolver)
+    ``resolver(host, port)`` replaces DNS (getaddrinfo-shaped answers); ``insecure``: the side
+    session's https scrapes skip certificate checks too (the stream takes it from the endpoint)."""
+    return StreamSession(timeouts, connect_ms, resolver, insecure)
 
 
 async def _warm_one(session: StreamSession, endpoint: Endpoint, timeouts: Timeouts) -> None:

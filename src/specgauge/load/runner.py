@@ -185,7 +185,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
     connect_ms: list[float] = []
     session_ends = SessionEnds()
-    async with open_session(timeouts, connect_ms) as session:
+    async with open_session(timeouts, connect_ms, insecure=endpoint.insecure) as session:
         await warm_pool(session, endpoint, spec.pool_size, timeouts, on_connections)
         if spec.warmup_requests:
             warm_order = prompt_order(spec.seed + WARMUP_SEED_OFFSET, num_prompts, spec.warmup_requests)
