@@ -391,3 +391,17 @@ def test_bench_insecure_reaches_a_self_signed_https_server(self_signed, tmp_path
     assert done.returncode == 0, done.stderr
     point = json.loads(done.stdout)["points"][0]
     assert point["num_ok"] == 2 and point["num_errors"] == 0
+
+
+def test_proxy_rules_from_the_environment(monkeypatch):
+    from specgauge.client.proxy import proxy_refusal, route_for
+
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", "socks5://127.0.0.1:1080")
+    assert "must be an http:// proxy URL" in proxy_refusal("http://origin.test")
+    monkeypatch.setenv("http_proxy", "127.0.0.1:3128")   # no scheme: http, as curl reads it
+    route = route_for("http://origin.test/v1")
+    assert (route.host, route.port, route.authorization) == ("127.0.0.1", 3128, None)
+    monkeypatch.setenv("no_proxy", ".test")
+    assert route_for("http://origin.test/v1") is None and proxy_refusal("http://origin.test") is None

@@ -52,14 +52,13 @@ class StreamSink:
     """Receives one response inside the connection's ``data_received``: an error body (4xx/5xx,
     first :data:`ERROR_BODY_BYTES` kept) or the event stream, decoded and handed to the adapter."""
 
-    __slots__ = ("record", "state", "on_data_event", "decoder", "content_type", "error_body", "last_t_ns")
+    __slots__ = ("record", "state", "on_data_event", "decoder", "content_type", "error_body")
 
     def __init__(self, record: RequestRecord, state: StreamState, on_data_event) -> None:
         self.record, self.state, self.on_data_event = record, state, on_data_event
         self.decoder = SSEDecoder()
         self.content_type = ""
         self.error_body: bytearray | None = None
-        self.last_t_ns = 0
 
     def on_headers(self, status: int, headers: dict[str, str], t_ns: int) -> None:
         self.record.t_headers_ns = t_ns
@@ -72,7 +71,6 @@ class StreamSink:
         if self.error_body is not None:
             self.error_body += data
             return len(self.error_body) >= ERROR_BODY_BYTES
-        self.last_t_ns = t_ns
         for event in self.decoder.feed(data):
             _on_event(event, t_ns, self.record, self.state, self.on_data_event)
         return False
