@@ -154,12 +154,15 @@ def test_secrets_are_not_stored_and_resume_asks_for_them(cli_here, server, tmp_p
                  "--header", "Authorization: Bearer hdr-secret", "--header", "X-Team: infra", "--db", str(db))
     assert result.returncode == 0, result.stderr
     raw = db.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("r.db-*"))
-    assert b"sk-very-secret" not in raw and b"hdr-secret" not in raw and b"infra" in raw
+    assert b"sk-very-secret" not in raw and b"hdr-secret" not in raw and b"infra" not in raw and b"X-Team" in raw
     with closing(sqlite3.connect(db)) as conn:   # pretend it was killed, so resume has work to do
         conn.execute("UPDATE points SET status = 'running'")
         conn.commit()
     assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db)), "Authorization", "--header")
-    again = cli_here("bench", "--resume", "1", "--db", str(db), "--header", "Authorization: Bearer hdr-secret")
+    assert_one_line_error(cli_here("bench", "--resume", "1", "--db", str(db), "--header", "Authorization: Bearer x"),
+                          "X-Team", "--header")
+    again = cli_here("bench", "--resume", "1", "--db", str(db), "--header", "Authorization: Bearer hdr-secret",
+                     "--header", "X-Team: infra")
     assert again.returncode == 0, again.stderr
 
 
@@ -441,7 +444,7 @@ def test_bench_config_points_and_what_is_stored():
         [("closed", 1, None, 16), ("closed", 8, None, 32), ("open", None, 2.5, 64)]
     stored = config.stored()
     assert stored["url"] == "http://127.0.0.1:1" and "api_key" not in stored
-    assert stored["headers"] == [["Authorization", "<redacted>"], ["X-Team", "infra"]]
+    assert stored["headers"] == [["Authorization", "<redacted>"], ["X-Team", "<redacted>"]]
     timed = BenchConfig(url="http://127.0.0.1:1", api="sglang", duration_s=5)
     assert [(s.concurrency, s.num_requests, s.duration_s) for s in timed.point_specs()] == [(1, None, 5)]
 

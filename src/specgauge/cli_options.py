@@ -94,10 +94,11 @@ POSITIVE_NUMBERS = CommaList(float, low=0, low_open=True)
 def parse_headers(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """``("X-A: 1",)`` → ``(("X-A", "1"),)``; a value without ``NAME:`` is a one-line usage error."""
     headers = []
-    for raw in values:
+    for number, raw in enumerate(values, 1):
         name, sep, value = raw.partition(":")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{raw!r} is not NAME:VALUE", param_hint="'--header'")
+        if not sep or not name.strip():  # the text is not echoed: it may be a token given without its name
+            raise click.BadParameter(f"header {number} is not NAME:VALUE (its text is not shown: it may be a secret)",
+                                     param_hint="'--header'")
         headers.append((name.strip(), value.strip()))
     return tuple(headers)
 
@@ -119,11 +120,14 @@ def db_option(function: Callable | None = None, *, default: str | None = DEFAULT
 
 
 def secret_options(function: Callable) -> Callable:
-    """``--api-key`` and ``--header NAME:VALUE`` (parsed into pairs): sent with every request, never stored."""
+    """``--api-key`` and ``--header NAME:VALUE`` (parsed into pairs): sent with every request, never
+    stored; and how the connection is made, ``--insecure`` (https without certificate checks)."""
     return _apply(function, [
         click.option("--api-key", metavar="KEY", help="bearer token (else $OPENAI_API_KEY); never stored"),
         click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", callback=_headers_callback,
                      help="extra HTTP header (repeatable); values never stored"),
+        click.option("--insecure", is_flag=True, default=False,
+                     help="https: do not check the server's certificate or host name (self-signed servers)"),
     ])
 
 

@@ -2,13 +2,13 @@
 
 import socket
 
-import aiohttp
 import pytest
 
 from specgauge.client.endpoint import Endpoint, Timeouts
 from specgauge.client.probe import check_reachable
 from specgauge.client.records import ErrorClass
 from specgauge.client.send import send_request
+from specgauge.client.session import StreamSession, open_session
 from specgauge.errors import UserError
 from specgauge.suites.model import SuiteRequest
 from specgauge.testing.scripted_server import Script, ScriptedServer, refused_url
@@ -17,10 +17,10 @@ PROMPT = SuiteRequest(prompt="hello", max_tokens=16)
 FAST = Timeouts(connect_s=0.5, headers_s=0.4, read_s=0.4)
 
 
-async def send_to(url: str, api: str = "openai-chat", session: aiohttp.ClientSession | None = None):
+async def send_to(url: str, api: str = "openai-chat", session: StreamSession | None = None):
     endpoint = Endpoint(url, api=api, model="m")
     own = session is None
-    session = session or aiohttp.ClientSession()
+    session = session or await open_session(FAST).__aenter__()
     try:
         return await send_request(session, endpoint, PROMPT, request_index=0, prompt_index=0,
                                   max_tokens=None, timeouts=FAST)
@@ -84,18 +84,13 @@ async def test_tls_to_a_plain_http_server():
     assert record.error_class is ErrorClass.TLS and "SSL" in record.error_message
 
 
-class NoSuchHost(aiohttp.abc.AbstractResolver):
+async def no_such_host(host, port):
     """A resolver that answers like a DNS server that has no record (no network touched)."""
-
-    async def resolve(self, host, port=0, family=socket.AF_INET):
-        raise OSError(socket.EAI_NONAME, f"Name or service not known: {host}")
-
-    async def close(self):
-        pass
+    raise socket.gaierror(socket.EAI_NONAME, f"Name or service not known: {host}")
 
 
 async def test_dns_failure():
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=NoSuchHost())) as session:
+    async with open_session(FAST, resolver=no_such_host) as session:
         record = await send_to("http://no-such-host.invalid", session=session)
     assert record.error_class is ErrorClass.DNS
 

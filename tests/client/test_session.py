@@ -4,21 +4,49 @@ import asyncio
 
 from specgauge.client.endpoint import Endpoint, Timeouts
 from specgauge.client.send import send_request
-from specgauge.client.session import StampingResponseHandler, open_session, warm_pool
+from specgauge.client.http_connection import HttpConnection
+from specgauge.client.session import open_session, warm_pool
 from specgauge.suites.model import SuiteRequest
 from specgauge.testing.scripted_server import Script, ScriptedServer
+
+
+class Recorder:
+    def __init__(self):
+        self.data = []
+
+    def on_headers(self, status, headers, t_ns):
+        pass
+
+    def on_data(self, data, t_ns):
+        self.data.append((data, t_ns))
 
 
 def test_stamping_protocol_stamps_arrivals_only():
     loop = asyncio.new_event_loop()
     try:
-        protocol = StampingResponseHandler(loop=loop)
-        protocol.data_received(b"")  # aiohttp's own parser resume: not an arrival
+        protocol = HttpConnection(loop, key="k")
         assert protocol.last_data_ns == 0
+        protocol.transport = FakeTransport()
+        sink = Recorder()
+        protocol.start(b"GET / HTTP/1.1\r\n\r\n", sink)
         protocol.data_received(b"HTTP/1.1 200 OK\r\n")
         assert protocol.last_data_ns > 0
+        first = protocol.last_data_ns
+        protocol.data_received(b"Content-Length: 2\r\n\r\nok")
+        assert sink.data == [(b"ok", protocol.last_data_ns)] and protocol.last_data_ns >= first
     finally:
         loop.close()
+
+
+class FakeTransport:
+    def write(self, data):
+        pass
+
+    def is_closing(self):
+        return False
+
+    def abort(self):
+        pass
 
 
 async def test_warm_pool_opens_the_connections_and_times_them():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from specgauge.errors import UserError
@@ -23,16 +23,18 @@ class Endpoint:
     (``"sglang"``), so that engine-specific request fields go to that engine only.
     ``context_length`` is the server's context in tokens where it reports one: a multi-turn session
     ends when its next turn would not fit (:mod:`specgauge.load.sessions`).
+    ``insecure``: an ``https`` server's certificate is not checked (a self-signed test server).
     """
 
     base_url: str
     api: str
     model: str | None = None
-    api_key: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
+    api_key: str | None = field(default=None, repr=False)               # secrets: never in a repr,
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # a log or an error message
     tokenizer_path: str | None = None
     server: str | None = None   # "sglang" once the probe has shown it (probe.server_of); None: unknown
     context_length: int | None = None
+    insecure: bool = False      # https: no certificate or host name checks (--insecure)
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -44,14 +46,6 @@ class Endpoint:
     def url(self, path: str) -> str:
         """Absolute URL of ``path`` on this server (``path`` starts with '/')."""
         return self.base_url + path
-
-
-@lru_cache(maxsize=64)
-def parsed_url(endpoint: Endpoint, path: str):
-    """``endpoint.url(path)`` as a ``yarl.URL``, parsed once (aiohttp would parse a str per request)."""
-    from yarl import URL
-
-    return URL(endpoint.url(path))
 
 
 @dataclass(frozen=True)

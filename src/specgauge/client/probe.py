@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import ssl
+
 import aiohttp
 import orjson
 
 from specgauge.client.endpoint import Endpoint, request_headers
-from specgauge.client.send import classify_exception
+from specgauge.client.proxy import proxy_refusal
+from specgauge.client.records import ErrorClass
 from specgauge.errors import UserError
 
 PROBE_TIMEOUT_S = 10.0
@@ -17,7 +22,8 @@ SERVER_INFO_PATHS = ("/get_server_info", "/server_info")
 async def _get_json(session: aiohttp.ClientSession, endpoint: Endpoint, path: str) -> tuple[object, dict]:
     """``(JSON or None, response headers)`` of ``GET path``; never raises."""
     try:
-        async with session.get(endpoint.url(path), headers=request_headers(endpoint)) as resp:
+        async with session.get(endpoint.url(path), headers=request_headers(endpoint),
+                               ssl=tls_setting(endpoint)) as resp:
             headers = {k.lower(): v for k, v in resp.headers.items()}
             if resp.status != 200:
                 return None, headers
@@ -29,8 +35,43 @@ async def _get_json(session: aiohttp.ClientSession, endpoint: Endpoint, path: st
         return None, {}
 
 
+def classify_exception(exc: BaseException, headers_received: bool) -> tuple[ErrorClass, str]:
+    """Map an aiohttp exception of a probe to an :class:`ErrorClass` and a one-line message (the
+    measured stream classifies its own: :mod:`specgauge.client.connection_pool`)."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return ErrorClass.DNS, text
+    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientConnectorSSLError,
+                        aiohttp.ClientSSLError, ssl.SSLError)):
+        return ErrorClass.TLS, text
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, ConnectionRefusedError) or exc.os_error.errno == errno.ECONNREFUSED:
+            return ErrorClass.CONNECT_REFUSED, text
+        if isinstance(exc.os_error, ssl.SSLError):
+            return ErrorClass.TLS, text
+        return ErrorClass.CONNECT_FAILED, text
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ErrorClass.CONNECT_TIMEOUT, text
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        if headers_received:
+            return ErrorClass.READ_TIMEOUT, "stream stalled: no data within the read timeout"
+        return ErrorClass.HEADER_TIMEOUT, "no response headers within the header timeout"
+    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
+                        aiohttp.ClientOSError, ConnectionResetError)):
+        if headers_received:
+            return ErrorClass.STREAM_CUT, text
+        return ErrorClass.CONNECTION_LOST, f"connection closed before response headers ({text})"
+    return ErrorClass.OTHER, text
+
+
+def tls_setting(endpoint: Endpoint) -> bool:
+    """aiohttp's ``ssl=`` for ``endpoint``: False (no certificate checks) with ``--insecure``."""
+    return not endpoint.insecure
+
+
 def _session() -> aiohttp.ClientSession:
-    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT_S))
+    # trust_env: the probes take the same HTTP_PROXY / NO_PROXY route as the measured stream
+    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT_S), trust_env=True)
 
 
 def first_model_id(models: object) -> str | None:
@@ -96,10 +137,11 @@ async def fingerprint(endpoint: Endpoint) -> dict:
 async def unreachable_reason(endpoint: Endpoint, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     """Why the server does not answer HTTP at all ("connection refused", ...), or None when it
     answers (any status counts). Never raises."""
-    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s))
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s), trust_env=True)
     async with session:
         try:
-            async with session.get(endpoint.url("/v1/models"), headers=request_headers(endpoint)) as resp:
+            async with session.get(endpoint.url("/v1/models"), headers=request_headers(endpoint),
+                                   ssl=tls_setting(endpoint)) as resp:
                 await resp.read()
             return None
         except Exception as exc:
@@ -111,7 +153,8 @@ async def unreachable_reason(endpoint: Endpoint, *, timeout_s: float = PROBE_TIM
 
 async def check_reachable(endpoint: Endpoint) -> None:
     """Raise :class:`UserError` ("cannot reach URL: connection refused") unless the server
-    answers HTTP at all (any status counts as reachable)."""
-    reason = await unreachable_reason(endpoint)
+    answers HTTP at all (any status counts as reachable), or when the proxy the environment names
+    for it is one the measured stream refuses (:mod:`specgauge.client.proxy`)."""
+    reason = proxy_refusal(endpoint.base_url) or await unreachable_reason(endpoint)
     if reason is not None:
         raise UserError(f"cannot reach {endpoint.base_url}: {reason}")

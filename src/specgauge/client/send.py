@@ -1,16 +1,13 @@
 """``send_request``: one streamed request, timed, parsed, and classified — never raising.
 
-Timestamps are ``time.perf_counter_ns()``: just before the request is written (``t_send_ns``),
-response headers (``t_headers_ns``), each read that completed a content-bearing event
-(``chunk_times_ns``; events that arrive in the same read share its time), and the end.
+The request goes over specgauge's own HTTP/1.1 transport (:mod:`specgauge.client.http_exchange`,
+an ``asyncio.Protocol`` parsed by ``httptools``). Timestamps are ``time.perf_counter_ns()``:
+``t_send_ns`` right before the request's bytes are handed to the socket, ``t_headers_ns`` when
+the response headers were parsed, and for each read that completed a content-bearing event its
+arrival, stamped in the connection's ``data_received`` before any parsing (``chunk_times_ns``;
+events that arrive in the same read share its time). The SSE decoder and the adapter run inside
+that same callback: no task wakes up per read.
 
-With a session from :func:`specgauge.client.session.open_session` (the runner's), ``t_send_ns`` is
-stamped by aiohttp's ``on_request_chunk_sent`` trace right before the bytes go to the socket (on
-Python < 3.12 aiohttp writes the body in a task of its own, so a stamp taken before ``session.post``
-would also count the client's work on other requests queued ahead of that task; the runner's send
-lag shows that work instead), and a chunk's time is when its bytes were read off the socket
-(:class:`~specgauge.client.session.StampingResponseHandler`), not when this coroutine resumed.
-With any other session both fall back to the time seen here.
 Every fault ends up as ``record.error_class`` / ``record.error_message``; only cancellation
 propagates (the record is marked ``cancelled`` first).
 """
@@ -18,18 +15,19 @@ propagates (the record is marked ``cancelled`` first).
 from __future__ import annotations
 
 import asyncio
-import errno
-import ssl
 from functools import lru_cache
 from time import perf_counter_ns
 
-import aiohttp
 import orjson
 
 from specgauge.client.adapters import EventError, StreamState, get_adapter
-from specgauge.client.endpoint import Endpoint, Timeouts, parsed_url, request_headers
+from specgauge.client.connection_pool import Origin, origin_of
+from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
+from specgauge.client.http_connection import TransportError
+from specgauge.client.http_exchange import exchange
 from specgauge.client.records import ErrorClass, RequestRecord
 from specgauge.client.sampling import Sampling
+from specgauge.client.session import StreamSession
 from specgauge.client.sse import DONE, SSEDecoder, SSEEvent
 from specgauge.client.tokens import assign_chunk_tokens
 from specgauge.suites.model import SuiteRequest
@@ -43,89 +41,45 @@ SPEC_DETAILS_APIS = ("openai-chat", "openai-completions")
 ERROR_BODY_BYTES = 2000
 
 
-class SendStamp:
-    """Filled by the session's ``on_request_chunk_sent`` trace (see :func:`specgauge.client.session.
-    open_session`) with the moment the request body was handed to the socket."""
-
-    __slots__ = ("t_write_ns",)
-
-    def __init__(self) -> None:
-        self.t_write_ns: int | None = None
+@lru_cache(maxsize=64)
+def request_target(endpoint: Endpoint, path: str) -> tuple[Origin, str, tuple[tuple[str, str], ...]]:
+    """Where ``endpoint``'s ``path`` requests go and their headers (computed once per endpoint)."""
+    origin, target = origin_of(endpoint.url(path), endpoint.insecure)
+    return origin, target, tuple(request_headers(endpoint).items())
 
 
-@lru_cache(maxsize=16)
-def client_timeout(timeouts: Timeouts) -> aiohttp.ClientTimeout:
-    """aiohttp handles the connect limit; header and between-read limits are ours (see below)."""
-    return aiohttp.ClientTimeout(total=None, connect=timeouts.connect_s, sock_connect=timeouts.connect_s,
-                                 sock_read=None)
+class StreamSink:
+    """Receives one response inside the connection's ``data_received``: an error body (4xx/5xx,
+    first :data:`ERROR_BODY_BYTES` kept) or the event stream, decoded and handed to the adapter."""
 
+    __slots__ = ("record", "state", "on_data_event", "decoder", "content_type", "error_body")
 
-def classify_exception(exc: BaseException, headers_received: bool) -> tuple[ErrorClass, str]:
-    """Map a transport exception to an :class:`ErrorClass` and a one-line message."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return ErrorClass.DNS, text
-    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientConnectorSSLError,
-                        aiohttp.ClientSSLError, ssl.SSLError)):
-        return ErrorClass.TLS, text
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        if isinstance(exc.os_error, ConnectionRefusedError) or exc.os_error.errno == errno.ECONNREFUSED:
-            return ErrorClass.CONNECT_REFUSED, text
-        if isinstance(exc.os_error, ssl.SSLError):
-            return ErrorClass.TLS, text
-        return ErrorClass.CONNECT_FAILED, text
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return ErrorClass.CONNECT_TIMEOUT, text
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        if headers_received:
-            return ErrorClass.READ_TIMEOUT, "stream stalled: no data within the read timeout"
-        return ErrorClass.HEADER_TIMEOUT, "no response headers within the header timeout"
-    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
-                        aiohttp.ClientOSError, ConnectionResetError)):
-        if headers_received:
-            return ErrorClass.STREAM_CUT, text
-        return ErrorClass.CONNECTION_LOST, f"connection closed before response headers ({text})"
-    return ErrorClass.OTHER, text
+    def __init__(self, record: RequestRecord, state: StreamState, on_data_event) -> None:
+        self.record, self.state, self.on_data_event = record, state, on_data_event
+        self.decoder = SSEDecoder()
+        self.content_type = ""
+        self.error_body: bytearray | None = None
 
+    def on_headers(self, status: int, headers: dict[str, str], t_ns: int) -> None:
+        self.record.t_headers_ns = t_ns
+        self.record.status_code = status
+        self.content_type = headers.get("content-type", "")
+        if status >= 400:
+            self.error_body = bytearray()
 
-async def _read_stream(response: aiohttp.ClientResponse, record: RequestRecord, state: StreamState,
-                       on_data, read_s: float) -> SSEDecoder:
-    """Feed raw reads through the SSE decoder into the adapter until EOF (``[DONE]`` then EOF).
+    def on_data(self, data: bytes, t_ns: int) -> bool:
+        if self.error_body is not None:
+            self.error_body += data
+            return len(self.error_body) >= ERROR_BODY_BYTES
+        for event in self.decoder.feed(data):
+            _on_event(event, t_ns, self.record, self.state, self.on_data_event)
+        return False
 
-    The stall limit is a watchdog that looks at the time of the last read every ``read_s``
-    rather than a timer re-armed on every read (re-arming cost more than parsing the chunk).
-    """
-    decoder = SSEDecoder()
-    reader = response.content
-    loop = asyncio.get_running_loop()
-    connection = response.connection
-    protocol = connection.protocol if connection is not None else None
-    socket_stamps = isinstance(getattr(protocol, "last_data_ns", None), int)  # a StampingConnector
-    last_read = loop.time()
-    async with asyncio.timeout(None) as deadline:
-        def watchdog() -> None:
-            nonlocal handle
-            if loop.time() - last_read >= read_s:
-                deadline.reschedule(loop.time())  # expire now: TimeoutError at the await below
-            else:
-                handle = loop.call_at(last_read + read_s, watchdog)
-
-        handle = loop.call_at(last_read + read_s, watchdog)
-        try:
-            while True:
-                chunk = await reader.readany()
-                if not chunk:
-                    break
-                t_ns = protocol.last_data_ns if socket_stamps else perf_counter_ns()
-                last_read = loop.time()
-                for event in decoder.feed(chunk):
-                    _on_event(event, t_ns, record, state, on_data)
-        finally:
-            handle.cancel()
-    t_ns = perf_counter_ns()
-    for event in decoder.close():
-        _on_event(event, t_ns, record, state, on_data)
-    return decoder
+    def close(self) -> None:
+        """The stream ended: flush a final event that had no blank line after it."""
+        t_ns = perf_counter_ns()
+        for event in self.decoder.close():
+            _on_event(event, t_ns, self.record, self.state, self.on_data_event)
 
 
 def _on_event(event: SSEEvent, t_ns: int, record: RequestRecord, state: StreamState, on_data) -> None:
@@ -139,11 +93,12 @@ def _on_event(event: SSEEvent, t_ns: int, record: RequestRecord, state: StreamSt
     on_data(data, t_ns, record, state)
 
 
-async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, request: SuiteRequest, *,
+async def send_request(session: StreamSession, endpoint: Endpoint, request: SuiteRequest, *,
                        request_index: int, prompt_index: int, max_tokens: int | None,
                        sampling: Sampling = Sampling(), scheduled_ns: int | None = None,
                        timeouts: Timeouts, ignore_eos: bool = False) -> RequestRecord:
-    """Send one streaming request and return its :class:`RequestRecord` (errors on the record).
+    """Send one streaming request on ``session`` (:func:`specgauge.client.session.open_session`)
+    and return its :class:`RequestRecord` (errors on the record).
 
     ``max_tokens`` None uses the suite request's own ``max_tokens``; ``ignore_eos`` asks the server
     to generate all of them; ``sampling``: temperature, top-p, top-k and this request's seed.
@@ -159,41 +114,35 @@ async def send_request(session: aiohttp.ClientSession, endpoint: Endpoint, reque
         if endpoint.server == "sglang" and endpoint.api in SPEC_DETAILS_APIS:
             fields["return_spec_tokens_details"] = True   # SGLang only: a strict server refuses unknown fields
         body = orjson.dumps(fields)
-        url = parsed_url(endpoint, adapter.path)
-        headers = request_headers(endpoint)
+        origin, target, headers = request_target(endpoint, adapter.path)
     except Exception as exc:  # a bad chat template, say: still a record, never an exception
         return record.fail(ErrorClass.OTHER, f"cannot build the request: {exc}", perf_counter_ns())
-    response: aiohttp.ClientResponse | None = None
-    stamp = SendStamp()
+    sink = StreamSink(record, state, adapter.on_data)
+
+    def stamp_write() -> None:
+        record.t_send_ns = perf_counter_ns()
+
+    record.t_send_ns = perf_counter_ns()   # replaced right before the write, once a connection is there
     try:
-        record.t_send_ns = perf_counter_ns()  # replaced by the write time when the session traces it
-        async with asyncio.timeout(timeouts.connect_s + timeouts.headers_s):
-            response = await session.post(url, data=body, headers=headers, timeout=client_timeout(timeouts),
-                                          trace_request_ctx=stamp)
-        record.t_headers_ns = perf_counter_ns()
-        record.status_code = response.status
-        if response.status >= 400:
-            async with asyncio.timeout(timeouts.read_s):
-                payload = await response.content.read(ERROR_BODY_BYTES)
-            error_class = ErrorClass.HTTP_4XX if response.status < 500 else ErrorClass.HTTP_5XX
-            detail = " ".join(payload.decode("utf-8", "replace").split())
-            return record.fail(error_class, f"HTTP {response.status}: {detail}", perf_counter_ns())
-        decoder = await _read_stream(response, record, state, adapter.on_data, timeouts.read_s)
+        await exchange(session.pool, origin, target, headers, body, sink, timeouts, on_write=stamp_write)
         record.t_end_ns = perf_counter_ns()
-        _check_end(record, state, decoder, response.headers.get("Content-Type", ""))
+        if sink.error_body is not None:
+            error_class = ErrorClass.HTTP_4XX if record.status_code < 500 else ErrorClass.HTTP_5XX
+            detail = " ".join(bytes(sink.error_body[:ERROR_BODY_BYTES]).decode("utf-8", "replace").split())
+            record.fail(error_class, f"HTTP {record.status_code}: {detail}", record.t_end_ns)
+        else:
+            sink.close()
+            _check_end(record, state, sink.decoder, sink.content_type)
     except EventError as exc:
         record.fail(exc.error_class, str(exc), perf_counter_ns())
+    except TransportError as exc:
+        record.fail(exc.error_class, exc.message, perf_counter_ns())
     except asyncio.CancelledError:
         record.fail(ErrorClass.CANCELLED, "cancelled", perf_counter_ns())
         raise
     except Exception as exc:
-        error_class, message = classify_exception(exc, record.t_headers_ns is not None)
-        record.fail(error_class, message, perf_counter_ns())
+        record.fail(ErrorClass.OTHER, " ".join(f"{type(exc).__name__}: {exc}".split()), perf_counter_ns())
     finally:
-        if stamp.t_write_ns is not None:
-            record.t_send_ns = stamp.t_write_ns
-        if response is not None:
-            response.release()
         _finish(record, state, endpoint)
     return record
 

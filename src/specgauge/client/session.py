@@ -1,90 +1,70 @@
-"""The one shared HTTP session of a point: a pooled connector, connect-time tracing, pool warm-up."""
+"""The one client session of a point: the measured stream's connection pool, an aiohttp session
+for what is not measured (``/metrics``, server info), pool warm-up, GC control."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 from contextlib import contextmanager
-from time import perf_counter_ns
 from typing import Callable, Iterator
 
 import aiohttp
-from aiohttp.client_proto import ResponseHandler
 
+from specgauge.client.connection_pool import KEEPALIVE_S, ConnectionPool, Resolver
 from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
+from specgauge.client.http_exchange import get_request
 
-KEEPALIVE_S = 300.0
 WARM_PATHS = ("/v1/models", "/health")
 
 
-class StampingResponseHandler(ResponseHandler):
-    """aiohttp's client protocol, noting when response bytes were last read off the socket.
+class StreamSession:
+    """What :func:`specgauge.client.send.send_request` sends on: ``pool`` (our HTTP/1.1
+    connections, :mod:`specgauge.client.connection_pool`) and ``http``, an ``aiohttp`` session for
+    the unmeasured side requests (counter scrapes). Use as ``async with``; closing it closes both."""
 
-    ``send_request`` stamps each chunk with this time rather than the moment its coroutine
-    resumed, so a chunk's time does not include the event loop's work on other streams that
-    became readable in the same turn (the same place the test servers stamp their truth).
-    """
+    def __init__(self, timeouts: Timeouts, connect_ms: list[float] | None = None,
+                 resolver: Resolver | None = None, insecure: bool = False) -> None:
+        self.timeouts = timeouts
+        self.insecure = insecure
+        self.pool = ConnectionPool(connect_ms=connect_ms, resolver=resolver, keepalive_s=KEEPALIVE_S)
+        self.http: aiohttp.ClientSession | None = None
 
-    last_data_ns = 0
+    async def __aenter__(self) -> "StreamSession":
+        # trust_env: the scrapes take the measured stream's HTTP_PROXY / NO_PROXY route
+        self.http = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeouts.connect_s), trust_env=True,
+            connector=aiohttp.TCPConnector(ssl=False) if self.insecure else None)
+        return self
 
-    def data_received(self, data: bytes) -> None:
-        if data:  # aiohttp calls data_received(b"") to resume its parser: not an arrival
-            self.last_data_ns = perf_counter_ns()
-        super().data_received(data)
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()
 
-
-class StampingConnector(aiohttp.TCPConnector):
-    """A ``TCPConnector`` whose connections use :class:`StampingResponseHandler`."""
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._factory = functools.partial(StampingResponseHandler, loop=self._loop)
-
-
-def open_session(timeouts: Timeouts, connect_ms: list[float] | None = None) -> aiohttp.ClientSession:
-    """One ``ClientSession`` for a whole point: no connection limit (the load mode is the limit),
-    long keep-alive, gzip decoded by aiohttp. Its traces stamp each request's write time for
-    :func:`specgauge.client.send.send_request`, its connections stamp each read (see
-    :class:`StampingResponseHandler`), and every new connection's set-up time (ms) is appended to
-    ``connect_ms``."""
-    connect_ms = connect_ms if connect_ms is not None else []
-    trace = aiohttp.TraceConfig()
-
-    async def on_chunk_sent(_session, context, _params) -> None:
-        stamp = context.trace_request_ctx
-        if stamp is not None and getattr(stamp, "t_write_ns", 0) is None:
-            stamp.t_write_ns = perf_counter_ns()
-
-    async def on_start(_session, context, _params) -> None:
-        context.connect_start_ns = perf_counter_ns()
-
-    async def on_end(_session, context, _params) -> None:
-        connect_ms.append((perf_counter_ns() - context.connect_start_ns) / 1e6)
-
-    trace.on_connection_create_start.append(on_start)
-    trace.on_connection_create_end.append(on_end)
-    trace.on_request_chunk_sent.append(on_chunk_sent)
-    connector = StampingConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S, ttl_dns_cache=3600)
-    return aiohttp.ClientSession(connector=connector, trace_configs=[trace], auto_decompress=True,
-                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect_s))
+    async def close(self) -> None:
+        """Close every connection of the pool and the side session."""
+        await self.pool.close()
+        if self.http is not None:
+            await self.http.close()
 
 
-async def _warm_one(session: aiohttp.ClientSession, endpoint: Endpoint, timeouts: Timeouts) -> None:
+def open_session(timeouts: Timeouts, connect_ms: list[float] | None = None,
+                 resolver: Resolver | None = None, insecure: bool = False) -> StreamSession:
+    """One :class:`StreamSession` for a whole point: no connection limit (the load mode is the
+    limit), 300 s keep-alive, every new connection's set-up time (ms) appended to ``connect_ms``.
+    ``resolver(host, port)`` replaces DNS (getaddrinfo-shaped answers); ``insecure``: the side
+    session's https scrapes skip certificate checks too (the stream takes it from the endpoint)."""
+    return StreamSession(timeouts, connect_ms, resolver, insecure)
+
+
+async def _warm_one(session: StreamSession, endpoint: Endpoint, timeouts: Timeouts) -> None:
     headers = request_headers(endpoint)
     for path in WARM_PATHS:
-        try:
-            async with session.get(endpoint.url(path), headers=headers,
-                                   timeout=aiohttp.ClientTimeout(total=timeouts.connect_s + timeouts.headers_s)
-                                   ) as resp:
-                await resp.read()
-                if resp.status < 400:
-                    return
-        except Exception:  # warming is best effort; real requests classify their own faults
+        status = await get_request(session.pool, endpoint.url(path), headers, timeouts,
+                                   insecure=endpoint.insecure)
+        if status is None or status < 400:   # answered, or failed (real requests classify their own faults)
             return
 
 
-async def warm_pool(session: aiohttp.ClientSession, endpoint: Endpoint, connections: int,
+async def warm_pool(session: StreamSession, endpoint: Endpoint, connections: int,
                     timeouts: Timeouts, on_opened: Callable[[int, int], None] | None = None) -> None:
     """Open at least ``connections`` keep-alive connections before the measured window, with cheap
     concurrent ``GET /v1/models`` (or ``/health``) requests, so no measured request pays set-up.

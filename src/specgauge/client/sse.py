@@ -10,8 +10,8 @@ Built to survive real servers:
 - UTF-8 sequences split across reads (an incremental decoder holds the partial bytes);
 - events of any size (no line-length limit; the caller feeds raw chunks, not ``readline``).
 
-Decompression (``Content-Encoding: gzip``) happens one layer below, in aiohttp
-(``auto_decompress=True``), so this module only ever sees the identity-encoded bytes.
+Decompression (``Content-Encoding: gzip``) happens one layer below, in the transport
+(:mod:`specgauge.client.http_connection`), so this module only ever sees the identity-encoded bytes.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def _new_plan(options: dict):
             model=None if arms is not None else options["model"],   # served names: auto-detected
             tokenizer=options["tokenizer"], label=options["label"],
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"],
-            api_key=options["api_key"], headers=options["headers"],
+            api_key=options["api_key"], headers=options["headers"], insecure=options["insecure"],
             goodput=compare_result_settings(options)["goodput"],
             think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     except ValidationError as exc:
@@ -249,7 +249,7 @@ async def _compare(plan, db: str, verify: bool, *, resume_id: int | None = None,
     for arm in (plan.baseline, plan.speculative):   # a dead URL: one line, before the store file is made
         if arm.kind == "url":
             await check_reachable(Endpoint(base_url=arm.value.rstrip("/"), api=plan.api, api_key=plan.api_key,
-                                           headers=plan.headers))
+                                           headers=plan.headers, insecure=plan.insecure))
     progress = ComparisonProgress()
     try:
         with Store.open(db) as store:

@@ -62,7 +62,8 @@ async def model_facts(plan: ComparePlan) -> ModelFacts:
         from specgauge.client.server_model import describe_server_model
 
         server = await describe_server_model(Endpoint(base_url=arm.value.rstrip("/"), api=plan.api,
-                                                      api_key=plan.api_key, headers=plan.headers))
+                                                      api_key=plan.api_key, headers=plan.headers,
+                                                      insecure=plan.insecure))
         context, source = server.context_length, server.context_source
         tokenizer = tokenizer or server.tokenizer_path
     elif arm.kind == "engine":

@@ -29,7 +29,8 @@ async def _tokenizer_path(plan, tokenizer: str | None) -> str | None:
 
     for arm in (plan.baseline, plan.speculative):
         if arm.kind == "url":
-            endpoint = Endpoint(base_url=arm.value.rstrip("/"), api=plan.api, api_key=plan.api_key)
+            endpoint = Endpoint(base_url=arm.value.rstrip("/"), api=plan.api, api_key=plan.api_key,
+                                insecure=plan.insecure)
             await check_reachable(endpoint)   # a dead URL: its own one line, not "no tokenizer"
             server = await describe_server_model(endpoint)
             if server.tokenizer_path:

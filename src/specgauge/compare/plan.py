@@ -101,8 +101,9 @@ class ComparePlan(BaseModel):
     think_time_distribution: Literal["fixed", "exponential", "uniform"] = "fixed"
     bootstrap_resamples: int = Field(default=2000, ge=100)
     start_timeout_s: float = Field(default=180.0, gt=0)
-    api_key: str | None = Field(default=None, exclude=True)
-    headers: tuple[tuple[str, str], ...] = Field(default=(), exclude=True)   # --header: sent, never stored
+    insecure: bool = False   # https arms: no certificate checks (--insecure)
+    api_key: str | None = Field(default=None, exclude=True, repr=False)
+    headers: tuple[tuple[str, str], ...] = Field(default=(), exclude=True, repr=False)   # --header: sent, never stored
 
     @model_validator(mode="before")
     @classmethod
@@ -208,6 +209,7 @@ class ComparePlan(BaseModel):
                            temperature=self.temperature if stage.temperature is None else stage.temperature,
                            top_p=self.top_p, top_k=self.top_k, sampling_seed=sampling_seed, model=self.model,
                            api_key=self.api_key, headers=self.headers, tokenizer_path=self.tokenizer,
+                           insecure=self.insecure,
                            ignore_eos=self.ignore_eos,
                            raw_chat_format=self.raw_chat_format,
                            think_time_ms=self.think_time_ms, think_time_distribution=self.think_time_distribution)

@@ -30,7 +30,7 @@ from specgauge.compare.collect import ArmSamples, paired_point
 from specgauge.analysis.results import DriftEstimate, RatioCI
 from specgauge.analysis.paired import DEFAULT_RESAMPLES, significant_change
 from specgauge.errors import UserError
-from specgauge.load.bench_config import BenchConfig
+from specgauge.load.bench_config import BenchConfig, restore_headers
 from specgauge.load.workers.split import Placement
 from specgauge.report.formatting import describe_point
 from specgauge.store import RunRow, Store
@@ -97,14 +97,14 @@ def server_changes(old: dict | None, new: dict | None) -> tuple[str, ...]:
 
 
 def baseline_config(run: RunRow, url: str, *, api_key: str | None,
-                    headers: tuple[tuple[str, str], ...] = ()) -> BenchConfig:
-    """The stored run's config pointed at ``url``; secret headers are not stored: ``headers``
-    (``--header``) supply them and replace stored ones of the same name."""
+                    headers: tuple[tuple[str, str], ...] | None = ()) -> BenchConfig:
+    """The stored run's config pointed at ``url``; header values are not stored: ``headers``
+    (``--header``) supply them (a UserError names one the run had and this command did not give)
+    and replace stored ones of the same name. ``headers`` None: none at all (a config that sends nothing)."""
     stored = {k: v for k, v in run.config.items() if k != "headers"}
-    given = {name.lower() for name, _ in headers}
-    headers = [(k, v) for k, v in run.config.get("headers", []) if v != "<redacted>" and k.lower() not in given] + \
-        list(headers)
-    return BenchConfig.model_validate({**stored, "url": url, "headers": headers, "api_key": api_key})
+    restored = [] if headers is None else restore_headers(run.config.get("headers", []), headers,
+                                                          what=f"the baseline run {run.id}")
+    return BenchConfig.model_validate({**stored, "url": url, "headers": restored, "api_key": api_key})
 
 
 def recorded_suite_size(store: Store, run_id: int) -> int | None:
@@ -230,7 +230,7 @@ async def run_against_baseline(store: Store, name: str, arm: ArmSpec, *, allow_s
     old_run = store.get_run(baseline.run_id)
     if old_run.status != "done":
         raise UserError(f"baseline {name!r} is run {old_run.id}, which is {old_run.status}, not done")
-    probe_config = baseline_config(old_run, "http://127.0.0.1:1", api_key=api_key)
+    probe_config = baseline_config(old_run, "http://127.0.0.1:1", api_key=api_key, headers=None)
     diff = check_suite(old_run, probe_config, allow_suite_change, recorded_suite_size(store, old_run.id))
     server = LaunchedServer(arm, start_timeout_s=start_timeout_s, log_dir=log_dir) if arm.launched else None
     try:

@@ -19,7 +19,7 @@ from specgauge.analysis.aggregate import (PointAggregate, Window, aggregate_poin
 from specgauge.analysis.saturation import load_warnings
 from specgauge.client.probe import check_reachable, detect_model, fingerprint, server_of
 from specgauge.errors import UserError
-from specgauge.load.bench_config import REDACTED, BenchConfig
+from specgauge.load.bench_config import BenchConfig, restore_headers
 from specgauge.load.plan import Endpoint, PointSpec, prompt_order
 from specgauge.load.runner import PointOutcome, run_point
 from specgauge.load.sessions import session_of
@@ -113,7 +113,7 @@ def _where(store: Store, point: PointRow) -> str:
 
 def _endpoint(config: BenchConfig, model: str | None) -> Endpoint:
     return Endpoint(base_url=config.url, api=config.api, model=model, api_key=config.api_key,
-                    headers=config.headers, tokenizer_path=config.tokenizer_path,
+                    headers=config.headers, tokenizer_path=config.tokenizer_path, insecure=config.insecure,
                     context_length=config.prepared.context_length if config.prepared is not None else None)
 
 
@@ -278,17 +278,7 @@ async def _resume_claimed(run: RunRow, store: Store, progress: BenchProgress, *,
 
 
 def _restore_config(stored: dict, *, api_key: str | None, headers: tuple[tuple[str, str], ...]) -> BenchConfig:
-    given = {name.lower(): (name, value) for name, value in headers}
-    restored = []
-    for name, value in stored.get("headers", []):
-        if value == REDACTED:
-            if name.lower() not in given:
-                raise UserError(f"the run was started with header '{name}', which is not stored; "
-                                f"pass it again with --header '{name}: ...'")
-            value = given.pop(name.lower())[1]
-        restored.append((name, value))
-    restored.extend(given.values())
-    data = dict(stored, headers=restored, api_key=api_key)
+    data = dict(stored, headers=restore_headers(stored.get("headers", []), headers), api_key=api_key)
     return BenchConfig.model_validate(data)
 
 

@@ -12,13 +12,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specgauge.analysis.aggregate import DEFAULT_MAX_ERROR_RATE
+from specgauge.errors import UserError
 from specgauge.client.endpoint import API_NAMES
 from specgauge.analysis.definitions import GOODPUT_METRICS
 from specgauge.load.peer_flags import PERCENTILE_METRICS
 from specgauge.load.plan import PointSpec
 
-# Header names whose values are never written to the store (give them again on --resume).
-SECRET_HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"})
+# No ``--header`` value is ever written to the store, an export or a report: any of them may be a
+# token (``X-Token``, a tenant key). Only the names are kept; ``--resume`` takes the values again.
 REDACTED = "<redacted>"
 DEFAULT_OPEN_LOOP_REQUESTS = 64
 
@@ -81,9 +82,10 @@ class BenchConfig(BaseModel):
     top_k: int | None = Field(default=None, ge=-1)          # None: not sent; 0 or -1: no cut
     sampling_seed: int | None = None   # base of the per-request seeds at temperature > 0 (None: ``seed``)
     model: str | None = None
-    api_key: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
+    api_key: str | None = Field(default=None, repr=False)               # never stored, never shown
+    headers: tuple[tuple[str, str], ...] = Field(default=(), repr=False)  # stored by name only
     tokenizer_path: str | None = None
+    insecure: bool = False                     # https without certificate checks (--insecure)
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     # The workload options of vLLM's `bench serve` / SGLang's `bench_serving` (docs/bench.md).
     dataset_name: Literal["random", "sharegpt", "custom"] | None = None
@@ -188,7 +190,32 @@ class BenchConfig(BaseModel):
         return None if self.duration_s is not None else default
 
     def stored(self) -> dict:
-        """The config as stored with the run: no API key, secret header values redacted."""
+        """The config as stored with the run: no API key, every header's value redacted (names kept)."""
         data = self.model_dump(mode="json", exclude={"api_key"})
-        data["headers"] = [[k, REDACTED if k.lower() in SECRET_HEADER_NAMES else v] for k, v in self.headers]
+        data["headers"] = redacted_headers(self.headers)
         return data
+
+
+def redacted_headers(headers) -> list[list[str]]:
+    """``[[name, "<redacted>"], ...]``: what is stored of ``--header`` pairs (the names alone)."""
+    return [[name, REDACTED] for name, _ in headers]
+
+
+def restore_headers(stored: list, given: tuple[tuple[str, str], ...], *,
+                    what: str = "the run") -> list[tuple[str, str]]:
+    """The header pairs to send again for a stored config: each stored name takes its value from
+    ``given`` (``--header`` on this command line; a UserError names a missing one), and given
+    headers the run did not have are added."""
+    supplied = {name.lower(): (name, value) for name, value in given}
+    restored = []
+    for name, value in stored:
+        if value == REDACTED:
+            if name.lower() not in supplied:
+                raise UserError(f"{what} was started with header '{name}', whose value is not stored; "
+                                f"pass it again with --header '{name}: ...'")
+            value = supplied.pop(name.lower())[1]
+        elif name.lower() in supplied:   # a value stored by an older version: the command line wins
+            value = supplied.pop(name.lower())[1]
+        restored.append((name, value))
+    restored.extend(supplied.values())
+    return restored

@@ -139,7 +139,7 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...], placem
             burstiness=options["burstiness"], max_concurrency=options["max_concurrency"],
             warmup=options["warmup"], seed=options["seed"], max_tokens=options["max_tokens"],
             temperature=options["temperature"], top_p=options["top_p"], top_k=options["top_k"],
-            model=options["model"], api_key=options["api_key"],
+            model=options["model"], api_key=options["api_key"], insecure=options["insecure"],
             headers=headers, tokenizer_path=options["tokenizer"], max_error_rate=options["max_error_rate"],
             think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
     except ValidationError as exc:
@@ -187,7 +187,8 @@ async def _checked_run(config, db: str, placement):
     from specgauge.report.terminal import RichProgress
     from specgauge.store import Store
 
-    probe = Endpoint(base_url=config.url, api=config.api, api_key=config.api_key, headers=config.headers)
+    probe = Endpoint(base_url=config.url, api=config.api, api_key=config.api_key, headers=config.headers,
+                     insecure=config.insecure)
     await check_reachable(probe)
     config = await prepare_workload(config, probe, Path(db).resolve().parent)  # refusals: before the store exists
     with Store.open(db) as store:

@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Callable, Coroutine, Iterable, TypeVar
 
-import aiohttp
-
 from specgauge.client.endpoint import Endpoint, Timeouts, request_headers
 from specgauge.client.probe import detect_model, unreachable_reason
 from specgauge.client.records import RequestRecord
 from specgauge.client.send import send_request
 from specgauge.client.tokens import load_tokenizer
-from specgauge.client.session import gc_frozen, open_session, warm_pool
+from specgauge.client.session import StreamSession, gc_frozen, open_session, warm_pool
 from specgauge.client.server_metrics import SpecCounters, counters_between, scrape_spec_snapshot
 from specgauge.load.outage import OutageGuard
 from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
@@ -60,7 +58,7 @@ def run_async(coro: Coroutine[object, object, T]) -> T:
         return runner.run(coro)
 
 
-async def execute_plan(session: aiohttp.ClientSession, endpoint: Endpoint, suite: Suite, spec: PointSpec,
+async def execute_plan(session: StreamSession, endpoint: Endpoint, suite: Suite, spec: PointSpec,
                        items: Iterable[PlannedRequest], *, on_record: Callable[[RequestRecord], None] | None,
                        timeouts: Timeouts, window_start_ns: int,
                        deadline_ns: int | None, session_ends: SessionEnds | None = None) -> list[RequestRecord]:
@@ -187,7 +185,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
     connect_ms: list[float] = []
     session_ends = SessionEnds()
-    async with open_session(timeouts, connect_ms) as session:
+    async with open_session(timeouts, connect_ms, insecure=endpoint.insecure) as session:
         await warm_pool(session, endpoint, spec.pool_size, timeouts, on_connections)
         if spec.warmup_requests:
             warm_order = prompt_order(spec.seed + WARMUP_SEED_OFFSET, num_prompts, spec.warmup_requests)
@@ -197,7 +195,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
             await execute_plan(session, endpoint, suite, warm_spec, warm_items, on_record=None,
                                timeouts=timeouts, window_start_ns=perf_counter_ns(), deadline_ns=None)
         headers = request_headers(endpoint)
-        before = await scrape_spec_snapshot(session, endpoint.base_url, headers)
+        before = await scrape_spec_snapshot(session.http, endpoint.base_url, headers)
         with gc_frozen():
             window_start_ns = perf_counter_ns()
             deadline_ns = (window_start_ns + int(spec.duration_s * 1e9)) if spec.duration_s else None
@@ -205,7 +203,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
                                          timeouts=timeouts, window_start_ns=window_start_ns,
                                          deadline_ns=deadline_ns, session_ends=session_ends)
             window_end_ns = perf_counter_ns()
-        after = await scrape_spec_snapshot(session, endpoint.base_url, headers)
+        after = await scrape_spec_snapshot(session.http, endpoint.base_url, headers)
     lags = [r.send_lag_ns / 1e6 for r in records if r.send_lag_ns is not None]
     return PointOutcome(records=records, window_start_ns=window_start_ns, window_end_ns=window_end_ns,
                         warmup_records=spec.warmup_requests, connect_ms=connect_ms, send_lag_ms=lags,

@@ -144,6 +144,7 @@ def tune_command(**options) -> None:
     plan = TunePlan(arms=arms, concurrency=options["concurrency"], suite=options["suite"], api=options["api"],
                     num_requests=options["num_requests"], requests_per_user=options["requests_per_user"],
                     min_requests=options["min_requests"], api_key=options["api_key"], headers=options["headers"],
+                    insecure=options["insecure"],
                     max_tokens=options["max_tokens"], seed=options["seed"], warmup=options["warmup"],
                     temperature=options["temperature"], top_p=options["top_p"], top_k=options["top_k"],
                     min_rounds=options["min_rounds"], max_rounds=options["max_rounds"], verify=verify,

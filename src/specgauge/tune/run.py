@@ -73,8 +73,9 @@ class TunePlan:
     think_time_ms: float = 0.0                # multi-turn sessions: pause before each later turn (load/sessions.py)
     think_time_distribution: str = "fixed"
 
-    api_key: str | None = None           # --api-key, --header: sent with every request, never stored
-    headers: tuple[tuple[str, str], ...] = ()
+    api_key: str | None = field(default=None, repr=False)   # --api-key, --header: sent with every request,
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)   # never stored nor shown
+    insecure: bool = False               # https arms: no certificate checks (--insecure)
 
     def requests_at(self, concurrency: int) -> int:
         if self.num_requests is not None:
@@ -158,7 +159,8 @@ class BandPrompts:
             from specgauge.client.server_model import describe_server_model
 
             server = await describe_server_model(Endpoint(base_url=url, api=plan.api, model=plan.model,
-                                                          api_key=plan.api_key, headers=plan.headers))
+                                                          api_key=plan.api_key, headers=plan.headers,
+                                                          insecure=plan.insecure))
             max_tokens = plan.max_tokens or 64
             check_fit(plan.bands, server.context_length, server.context_source, max_tokens)
             tokenizer = plan.tokenizer or server.tokenizer_path
@@ -180,7 +182,7 @@ def _bench_config(plan: TunePlan, url: str, cell: Cell, suites: dict) -> BenchCo
                        num_requests=plan.requests_at(cell.concurrency), warmup=plan.warmup, seed=plan.seed,
                        max_tokens=plan.max_tokens, temperature=plan.temperature, top_p=plan.top_p,
                        top_k=plan.top_k, model=plan.model, tokenizer_path=plan.tokenizer,
-                       api_key=plan.api_key, headers=plan.headers,
+                       api_key=plan.api_key, headers=plan.headers, insecure=plan.insecure,
                        think_time_ms=plan.think_time_ms, think_time_distribution=plan.think_time_distribution)
 
 

@@ -20,6 +20,7 @@ from specgauge import __version__
 from specgauge.analysis.results import ServerSetting
 from specgauge.errors import UserError
 from specgauge.load.stop_signals import StoppedBySignal
+from specgauge.load.bench_config import redacted_headers
 from specgauge.store import Store, StoreWriteError
 from specgauge.tune.heatmap import heat_map_document
 from specgauge.tune.render import result_document
@@ -31,7 +32,7 @@ def plan_document(plan: TunePlan) -> dict:
     (``--api-key``, ``--header`` values) are never stored."""
     document = dataclasses.asdict(plan)
     del document["api_key"]
-    document["headers"] = [[name, "<redacted>"] for name, _ in plan.headers]
+    document["headers"] = redacted_headers(plan.headers)
     return {**document, "tool_version": __version__}
 
 

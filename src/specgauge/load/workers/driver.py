@@ -90,13 +90,13 @@ async def run_point_on_workers(endpoint: Endpoint, suite: Suite, spec: PointSpec
             on_connections(total, total)
         offsets = [0 if ready.boot_id == boot_id() else await clock_offset_ns(probe)
                    for ready, probe in zip(readies, probes)]
-        async with open_session(timeouts) as session:
+        async with open_session(timeouts, insecure=endpoint.insecure) as session:
             headers = request_headers(endpoint)
-            before = await scrape_spec_snapshot(session, endpoint.base_url, headers)
+            before = await scrape_spec_snapshot(session.http, endpoint.base_url, headers)
             go_ns = perf_counter_ns()
             await asyncio.gather(*(handle.go() for handle in handles))
             reports = await _collect(handles, offsets, records, on_record)
-            after = await scrape_spec_snapshot(session, endpoint.base_url, headers)
+            after = await scrape_spec_snapshot(session.http, endpoint.base_url, headers)
         finished = True
     finally:
         await asyncio.gather(*(handle.close(kill=not finished) for handle in handles), return_exceptions=True)

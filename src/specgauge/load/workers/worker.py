@@ -119,7 +119,8 @@ class PointWorker:
         task = self.task
         if task.endpoint.tokenizer_path:
             load_tokenizer(task.endpoint.tokenizer_path)
-        self._session = await self._stack.enter_async_context(open_session(task.timeouts, self._connect_ms))
+        self._session = await self._stack.enter_async_context(open_session(task.timeouts, self._connect_ms,
+                                                                                 insecure=task.endpoint.insecure))
         await warm_pool(self._session, task.endpoint, task.share.pool_size, task.timeouts)
         warm_items = task.share.warmup(len(task.suite.requests))
         if warm_items:
