@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from client_overhead import SUITE, ServerProcess, percentile  # noqa: E402
+from benchkit.truth_server import SUITE, ServerProcess, percentile  # noqa: E402
 
 from specgauge.client.endpoint import Endpoint, Timeouts  # noqa: E402
 from specgauge.load.capacity import check_capacity  # noqa: E402

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
-from client_overhead import SUITE, ServerProcess, percentile  # noqa: E402
+from benchkit.truth_server import SUITE, ServerProcess, percentile  # noqa: E402
 
 from specgauge.client.endpoint import Endpoint, Timeouts  # noqa: E402
 from specgauge.client.records import RequestRecord, TokenCountSource  # noqa: E402

@@ -39,3 +39,17 @@ def test_benchmarks_readme_names_every_script():
     readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `([a-z0-9_]+\.py)` \|", readme, re.MULTILINE))
     assert listed == {p.name for p in (ROOT / "benchmarks").glob("*.py")}
+
+
+def test_no_benchmark_script_imports_another():
+    """Scripts share code through ``benchmarks/benchkit/`` (or the package), never by importing a script."""
+    import ast
+
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+    offenders = []
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            offenders += [f"{path.name} imports {name}" for name in names if name.split(".")[0] in scripts]
+    assert scripts and not offenders, offenders
