@@ -5,6 +5,7 @@ CLI misuse ending in one line with exit code 2."""
 from __future__ import annotations
 
 import json
+import statistics
 import os
 import signal
 import sqlite3
@@ -61,6 +62,9 @@ def test_bench_json_contract_end_to_end(server, tmp_path):
     doc = json.loads(out.read_text())
     assert isinstance(doc["run_id"], int) and doc["status"] == "done" and doc["model"] == "scripted-model"
     assert [p["concurrency"] for p in doc["points"]] == [1, 4]
+    streamed = [t for t in server.truth if len(t.chunk_send_ns) == 8]
+    slowest_truth_ttft_ms = max(t.ttft_ns for t in streamed) / 1e6
+    truth_icl_ms = statistics.mean((t.chunk_send_ns[-1] - t.chunk_send_ns[0]) / 7 for t in streamed) / 1e6
     for point in doc["points"]:
         assert (point["num_ok"], point["num_errors"], point["flagged"]) == (8, 0, False)
         assert point["output_tokens"] == 8 * 16
@@ -69,9 +73,12 @@ def test_bench_json_contract_end_to_end(server, tmp_path):
             assert set(point[name]) >= {"mean", "p50", "p90", "p99"}
             assert all(isinstance(point[name][k], float) for k in ("mean", "p50", "p90", "p99"))
         assert point["accept_length"] is None            # the server reports no speculation
-        # Scripted: first chunk 20 ms after arrival, then 5 ms apart (loose bounds: shared CPU).
-        assert 19 <= point["ttft_ms"]["p50"] < 80
-        assert 4 <= point["icl_ms"]["p50"] < 30
+        # Scripted: first chunk 20 ms after arrival, then 5 ms apart. On a busy machine the server itself
+        # falls behind that, so the figures are held against what it did (its own truth, the same clock):
+        # a client TTFT is never shorter than the server's (>= 20 ms), and a request's mean chunk gap
+        # differs from the server's only by (last chunk's delivery delay - first chunk's) / 7.
+        assert 19 <= point["ttft_ms"]["p50"] < slowest_truth_ttft_ms + 100
+        assert abs(point["icl_ms"]["mean"] - truth_icl_ms) < 10
         assert point["itl_ms"]["p50"] == pytest.approx(point["icl_ms"]["p50"] / 2, rel=0.35)
     assert doc["points"][1]["achieved_concurrency"] > doc["points"][0]["achieved_concurrency"]
     # Progress went to stderr, the summary table to stdout.
