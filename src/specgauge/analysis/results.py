@@ -356,6 +356,7 @@ class CompareSettings(_Frozen):
     rounds: int
     schedule: Literal["abba_by_point", "sequential_rounds"]
     bootstrap_resamples: int
+    suite_layout: Literal["specbench", "mtbench"] | None = None   # --suite imported from one: the field's table
 
 
 class CompareResult(_Frozen):
@@ -388,6 +389,9 @@ class CompareResult(_Frozen):
     by_temperature: tuple[SingleStreamDomain, ...] = ()
     goodput: Goodput | None = None                             # with --goodput (stored, so report keeps it)
     per_turn: tuple[TurnSpeedup, ...] = ()                     # a suite with multi-turn sessions
+    # --suite from Spec-Bench / MT-bench: single-stream rows pooled over several domains, paired as
+    # the domains' are ("overall"; Spec-Bench's "multi-turn conversation": MT-bench's eight categories)
+    single_stream_pooled: tuple[SingleStreamDomain, ...] = ()
 
     def arm(self, name: str) -> ArmDescription:
         """The arm called ``name`` (``baseline`` or ``speculative``)."""

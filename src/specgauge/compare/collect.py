@@ -32,6 +32,7 @@ from specgauge.compare.per_turn import turn_speedups
 from specgauge.compare.plan import (DISTRIBUTION_STAGE, SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX,
                                     split_temperature)
 from specgauge.report.export import point_document
+from specgauge.report.field_layout import pooled_groups
 from specgauge.store import Store
 from specgauge.store.clock import utc_now
 
@@ -156,6 +157,19 @@ def _pairs(base: ArmSamples, spec: ArmSamples) -> list[tuple[RequestRecord, Requ
         if record.ok and other is not None and other.prompt_index == record.prompt_index:
             out.append((record, other))
     return out
+
+
+def merge_samples(parts: Sequence[ArmSamples]) -> ArmSamples:
+    """Several domains' samples of one arm as one, their keys kept apart (part i's rounds offset)."""
+    merged = ArmSamples()
+    for offset, part in enumerate(parts):
+        merged.records += part.records
+        merged.keys += [(offset * 1_000_000 + round_number, index) for round_number, index in part.keys]
+        merged.output_tokens += part.output_tokens
+        merged.window_s += part.window_s
+        merged.num_errors += part.num_errors
+        merged.point_accept += part.point_accept
+    return merged
 
 
 def _metric_ratio(pairs, base_ok, spec_ok, metric, statistic, rng, resamples) -> RatioEstimate:
@@ -337,6 +351,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     arm_pairs = [pair for _, _, base, spec in cells for arm in (base, spec) for pair in _round_repeats(arm)]
     drift = estimate_drift([(first, second) for _, first, second, _ in repeated] + arm_pairs, settings.rounds)
     accept_by_domain: dict[str, float | None] = {}
+    single_cells: dict[str, tuple[ArmSamples, ArmSamples]] = {}
     per_turn: list = []
     by_temperature: list[SingleStreamDomain] = []
     for stage_name, level, base, spec in cells:
@@ -353,22 +368,25 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         ci = point.throughput.ci
         if stage_name.startswith(SINGLE_PREFIX):
             domain, other_temperature = split_temperature(stage_name[len(SINGLE_PREFIX):])
-            clean, degenerate = non_degenerate_speedup(point.pairs, rng, resamples, drift)
-            row = SingleStreamDomain(
-                domain=domain, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
-                speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs,
-                accept_length=spec.accept_length, non_degenerate=clean, degenerate_pairs=degenerate,
-                temperature=temperature_of[stage_name], accept_length_ci=_accept_interval(spec, accept_rng, resamples),
-                **common)
+            row = _single_row(domain, base, spec, point, temperature_of[stage_name], rng, accept_rng, resamples,
+                              drift)
             by_temperature.append(row)
             if other_temperature is None:   # the comparison's own temperature: the verdict's rows
                 accept_by_domain[domain] = _domain_acceptance(spec)
                 single.append(row)
+                single_cells[domain] = (base, spec)
         elif stage_name.startswith(SWEEP_PREFIX):
             sweep.append(SweepPoint(
                 concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
                 ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs, **common))
             replicate_rows.append(point.throughput.replicates)
+    pooled_rng = np.random.default_rng([seed, 2])   # its own draws: the other figures stay as they were
+    pooled = []
+    for name, domains in pooled_groups(settings.suite_layout, sorted(single_cells)):
+        base = merge_samples([single_cells[d][0] for d in domains])
+        spec = merge_samples([single_cells[d][1] for d in domains])
+        pooled.append(_single_row(name, base, spec, paired_point(base, spec, pooled_rng, resamples, drift),
+                                  settings.temperature, pooled_rng, pooled_rng, resamples, drift))
     replicates = None
     if sweep and all(r is not None for r in replicate_rows):
         replicates = np.stack(replicate_rows, axis=1)   # (B, points)
@@ -406,4 +424,20 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         acceptance_by_domain={d.domain: d.accept_length for d in single},
         per_turn=tuple(per_turn),
         by_temperature=tuple(by_temperature) if settings.temperatures else (),
+        single_stream_pooled=tuple(pooled),
     )
+
+
+def _single_row(domain: str, base: ArmSamples, spec: ArmSamples, point: PairedPoint, temperature: float,
+                rng: np.random.Generator, accept_rng: np.random.Generator, resamples: int,
+                drift: DriftEstimate | None) -> SingleStreamDomain:
+    """One single-stream row: the paired speedup, the non-looping one, both arms' figures, acceptance."""
+    ci = point.throughput.ci
+    clean, degenerate = non_degenerate_speedup(point.pairs, rng, resamples, drift)
+    return SingleStreamDomain(
+        domain=domain, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
+        speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs,
+        accept_length=spec.accept_length, non_degenerate=clean, degenerate_pairs=degenerate,
+        temperature=temperature, accept_length_ci=_accept_interval(spec, accept_rng, resamples),
+        request_tok_s_ratio=point.request_tok_s.ci, tpot_ratio=point.tpot.ci, ttft_ratio=point.ttft.ci,
+        baseline=_arm_point(base), speculative=_arm_point(spec))

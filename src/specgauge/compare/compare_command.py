@@ -40,7 +40,8 @@ def run(work):
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--domains", type=CommaList(str, allow_empty=True), default="coding,encyclopedic", show_default=True,
               help="built-in domain suites for single stream (ignored with --suite)")
-@click.option("--suite", help="a suite .jsonl (or name): single stream split by its domain tags, and the sweep")
+@click.option("--suite", help="a suite .jsonl (or name): single stream split by its domain tags (--single-stream-"
+                               "requests per tag), and the sweep")
 @click.option("--sweep-suite", help="suite of the sweep (default: --suite, else the first domain)")
 @click.option("--concurrency", type=POSITIVE_INTS, default="1,4,16,64", show_default=True)
 @request_count_options(min_requests=16, requests_per_user=2, scope="point and arm (single stream and sweep)")
@@ -152,6 +153,8 @@ def _new_plan(options: dict):
 
         suite_file = run(dataset_suite_file(plan, options, Path(options["db"]).resolve().parent))
         plan = plan.model_copy(update={"suite": suite_file})
+    if plan.suite is not None:   # N single-stream requests per domain tag, shortfalls named now
+        plan = _per_domain_single_stream(plan, Path(options["db"]).resolve().parent)
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
     if plan.samples_per_prompt is not None:
@@ -172,6 +175,18 @@ def _new_plan(options: dict):
 
         Store.open(options["db"], create=False).close()
     return plan
+
+
+def _per_domain_single_stream(plan, work_dir: Path):
+    """``plan`` with its single stream on up to ``num_requests_single`` prompts per domain of
+    ``--suite`` (compare/per_domain.py); a domain with fewer is named on stderr."""
+    from specgauge.compare.per_domain import per_domain_suite_file
+
+    chosen = per_domain_suite_file(plan.suite, plan.num_requests_single, plan.seed, work_dir)
+    for line in chosen.shortfalls:
+        click.echo(f"note: {line}", err=True)
+    return plan.model_copy(update={"single_suite": chosen.path, "single_requests": chosen.num_requests,
+                                   "suite_layout": chosen.layout})
 
 
 def _resume(options: dict) -> None:

@@ -27,6 +27,7 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
     import json
 
     from specgauge.compare.per_turn import per_turn_lines
+    from specgauge.report.field_layout import field_table_lines
     from specgauge.report.html import write_report
     from specgauge.report.report_data import report_from_compare
     from specgauge.report.report_text import distribution_lines, goodput_lines, temperature_lines
@@ -37,6 +38,11 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
     out = console(stderr=output_json == "-")
     report = report_from_compare(result)
     out.print(verdict_renderable(report))
+    field = field_table_lines(result)
+    if field:   # a Spec-Bench / MT-bench suite: its per-category table as the field publishes it (Markdown)
+        out.print(f"single stream in {result.settings.suite_layout}'s layout (95% intervals):", soft_wrap=True)
+    for line in field:
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
     for line in temperature_lines(result.by_temperature):
         out.print(line, soft_wrap=True, markup=False, highlight=False)
     for warning in result.health:

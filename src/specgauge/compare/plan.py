@@ -74,6 +74,11 @@ class ComparePlan(BaseModel):
     domains: tuple[str, ...] = ("coding", "encyclopedic")
     domain_suites: dict[str, str] = Field(default_factory=dict)   # domain -> suite ref (default: the built-in)
     suite: str | None = None
+    # --suite's single stream: a derived suite of up to num_requests_single prompts per domain tag
+    # (compare/per_domain.py) and its size, one pass of it per round; None: ``suite`` itself
+    single_suite: str | None = None
+    single_requests: int | None = Field(default=None, ge=1)
+    suite_layout: Literal["specbench", "mtbench"] | None = None   # the field's per-category table
     sweep_suite: str | None = None
     concurrency: tuple[int, ...] = (1, 4, 16, 64)
     num_requests_single: int = Field(default=12, ge=1)
@@ -168,8 +173,9 @@ class ComparePlan(BaseModel):
         for temperature in self.single_temperatures:
             mark = "" if temperature == self.temperature else f"{TEMPERATURE_MARK}{temperature:g}"
             if self.suite is not None:
-                stages.append(Stage(name=SPLIT_SINGLE_STAGE + mark, suite=self.suite, concurrency=(1,),
-                                    num_requests=self.num_requests_single, temperature=temperature))
+                stages.append(Stage(name=SPLIT_SINGLE_STAGE + mark, suite=self.single_suite or self.suite,
+                                    concurrency=(1,), num_requests=self.single_requests or self.num_requests_single,
+                                    temperature=temperature))
             else:
                 stages += [Stage(name=SINGLE_PREFIX + d + mark, suite=self.domain_suites.get(d, d), concurrency=(1,),
                                  num_requests=self.num_requests_single, temperature=temperature)
