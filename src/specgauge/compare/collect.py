@@ -21,6 +21,7 @@ from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, 
 from specgauge.analysis.lossless import check_losslessness
 from specgauge.analysis.paired import RatioEstimate, mean_interval, ratio_of_statistic, ratio_of_sums
 from specgauge.analysis.summary import summarize
+from specgauge.analysis.trace_windows import trace_windows
 from specgauge.analysis.verdict import assess_sweep, recommend, supported_crossover, verdict_lines
 from specgauge.client.records import RequestRecord
 from specgauge.client.sampling import describe_sampling
@@ -30,7 +31,7 @@ from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult,
 from specgauge.compare.distribution_samples import check_distribution
 from specgauge.compare.per_turn import turn_speedups
 from specgauge.compare.plan import (DISTRIBUTION_STAGE, SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX,
-                                    split_temperature)
+                                    TRACE_STAGE, split_temperature)
 from specgauge.report.export import point_document
 from specgauge.report.field_layout import pooled_groups
 from specgauge.store import Store
@@ -327,8 +328,15 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     cells: list[tuple[str, int, ArmSamples, ArmSamples]] = []
     temperature_of: dict[str, float] = {}   # cell name → the temperature it sampled at
     distribution = None
+    trace = None
     for stage in stages:
         temperature = settings.temperature if stage.temperature is None else stage.temperature
+        if stage.stage == TRACE_STAGE:   # the trace replayed on both arms: its windows, not a point
+            trace = trace_windows(*(_run_records(store, ids) for ids in (stage.baseline_run_ids,
+                                                                         stage.speculative_run_ids)),
+                                  bin_s=settings.trace_bin_s or 10.0, speed=settings.trace_speed or 1.0,
+                                  rng=np.random.default_rng([seed, 3]), resamples=resamples)
+            continue
         if stage.stage == DISTRIBUTION_STAGE:   # samples for the distribution check, not a speed point
             distribution = check_distribution(store, stage.baseline_run_ids, stage.speculative_run_ids,
                                               temperature=temperature, seed=seed)
@@ -424,8 +432,14 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         acceptance_by_domain={d.domain: d.accept_length for d in single},
         per_turn=tuple(per_turn),
         by_temperature=tuple(by_temperature) if settings.temperatures else (),
-        single_stream_pooled=tuple(pooled),
+        single_stream_pooled=tuple(pooled), trace=trace,
     )
+
+
+def _run_records(store: Store, run_ids: Sequence[int]) -> list[list[RequestRecord]]:
+    """Each run's (round's) measured records, its done points pooled."""
+    return [[record for point in store.get_points(run_id) if point.status == "done"
+             for record in store.get_requests(point.id)] for run_id in run_ids]
 
 
 def _single_row(domain: str, base: ArmSamples, spec: ArmSamples, point: PairedPoint, temperature: float,

@@ -18,6 +18,7 @@ from specgauge.compare.plan import DISTRIBUTION_PROMPTS
 from specgauge.client.endpoint import API_NAMES
 from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
+from specgauge.load.trace_options import trace_config, trace_options
 from specgauge.load.workers.options import placement_from, placement_options
 from specgauge.tokenizer_option import TokenizerPath
 
@@ -88,10 +89,14 @@ def run(work):
 @db_option
 @compare_peer_options
 @click.option("--resume", metavar="CID", help="finish comparison CID (e.g. c3) that stopped, with its stored plan")
+@trace_options
+@click.option("--trace-bin", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              metavar="S", help="with --trace: the window of trace seconds each ratio is read over")
 @placement_options
 def compare_command(**options) -> None:
     """Compare a baseline arm with a speculative arm on the same prompts: single stream per domain,
-    then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation."""
+    then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation.
+    With --trace, both arms replay the trace instead and the TPOT ratio is read along it, per window."""
     if options["resume"] is not None:
         _resume(options)
         return
@@ -145,9 +150,14 @@ def _new_plan(options: dict):
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"],
             api_key=options["api_key"], headers=options["headers"],
             goodput=compare_result_settings(options)["goodput"],
-            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
+            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"],
+            trace=trace_config(options), trace_bin_s=options["trace_bin"])
     except ValidationError as exc:
         raise one_line_validation_error(exc) from None
+    if plan.trace is not None:   # a bad trace line or text suite: one line, before any arm starts
+        from specgauge.load.traces.check import check_trace
+
+        check_trace(plan.trace)
     if options["dataset_name"]:   # one suite file: every stage, both arms, every round
         from specgauge.compare.peer_flags import dataset_suite_file
 

@@ -64,7 +64,8 @@ def per_domain_choice(suite: Suite, per_domain: int, seed: int) -> tuple[Suite, 
         else:
             keep.update(rng.sample(indices, per_domain))
     requests = tuple(r for i, r in enumerate(suite.requests) if i in keep)
-    derived = Suite(name=f"{suite.name}-per-domain{per_domain}-s{seed}", version=suite.version, requests=requests,
+    # the suite's own name and version (its content hash tells the two apart): the stages name one suite
+    derived = Suite(name=suite.name, version=suite.version, requests=requests,
                     description=f"{suite.ref}: up to {per_domain} prompts per domain tag (seed {seed}), the "
                                 f"single stream of specgauge compare --suite")
     return derived, shortfalls

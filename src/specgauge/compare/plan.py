@@ -7,12 +7,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specgauge.compare.arms import ArmSpec
-from specgauge.load.bench_config import BenchConfig, check_slos
+from specgauge.load.bench_config import BenchConfig, TraceConfig, check_slos
 
 SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
 SINGLE_PREFIX = "single:"
 SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
 TEMPERATURE_MARK = "@t="         # a single-stream stage at another than the plan's temperature: "single:coding@t=0.7"
+TRACE_STAGE = "trace"           # compare --trace: both arms replay the trace (ABBA by repeat); the only stage
 DISTRIBUTION_STAGE = "distribution"   # --samples-per-prompt: each of a few prompts sampled N times per arm
 DISTRIBUTION_CONCURRENCY = 8     # its requests in flight per arm (batched: the same distribution, sooner)
 DISTRIBUTION_PROMPTS = 2         # prompts it samples (the first of the first domain's suite, or of --suite)
@@ -80,6 +81,8 @@ class ComparePlan(BaseModel):
     single_requests: int | None = Field(default=None, ge=1)
     suite_layout: Literal["specbench", "mtbench"] | None = None   # the field's per-category table
     sweep_suite: str | None = None
+    trace: TraceConfig | None = None              # --trace: the trace replayed on both arms, the only stage
+    trace_bin_s: float = Field(default=10.0, gt=0)   # --trace-bin: window of trace seconds
     concurrency: tuple[int, ...] = (1, 4, 16, 64)
     num_requests_single: int = Field(default=12, ge=1)
     num_requests_sweep: int | None = Field(default=None, ge=1)   # fixed count per sweep point; else scaled:
@@ -168,7 +171,10 @@ class ComparePlan(BaseModel):
         return self.temperature if self.temperature > 0 else max(self.temperatures, default=0.0)
 
     def stages(self) -> list[Stage]:
-        """Single-stream stages (per domain and single-stream temperature), the distribution check, the sweep."""
+        """Single-stream stages (per domain and single-stream temperature), the distribution check, the sweep;
+        with ``trace``, the trace replay alone."""
+        if self.trace is not None:
+            return [Stage(name=TRACE_STAGE, suite=self.trace.text_from or "smoke", concurrency=(1,), num_requests=None)]
         stages = []
         for temperature in self.single_temperatures:
             mark = "" if temperature == self.temperature else f"{TEMPERATURE_MARK}{temperature:g}"
@@ -208,8 +214,9 @@ class ComparePlan(BaseModel):
         sampling_seed = None
         if stage.seeds_per_arm:   # distinct from every other arm's and round's: independent samples
             sampling_seed = (self.seed * 64 + round_number) * 2 + (arm == "speculative") + 1
-        return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=stage.concurrency,
-                           num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
+        trace = self.trace if stage.name == TRACE_STAGE else None
+        return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=() if trace else stage.concurrency,
+                           trace=trace, num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
                            max_tokens=stage.max_tokens or self.max_tokens,
                            temperature=self.temperature if stage.temperature is None else stage.temperature,
                            top_p=self.top_p, top_k=self.top_k, sampling_seed=sampling_seed, model=self.model,
