@@ -50,6 +50,7 @@ async def test_both_arms_replay_the_trace_paired_and_the_ratio_is_read_per_windo
     assert quiet.tpot_ratio.ci_high < 1 < burst.tpot_ratio.ci_low  # wins alone, costs in the burst
     assert burst.baseline_in_flight > 2 * quiet.baseline_in_flight
     assert trace.cost_in_flight == burst.baseline_in_flight and trace.share_above == 1 / 3
+    assert set(trace.lag_ms) == {"baseline", "speculative"} and all(lag["p50"] >= 0 for lag in trace.lag_ms.values())
 
 
 def test_compare_trace_cli_prints_the_windows_and_where_speculation_cost(tmp_path):
@@ -63,5 +64,6 @@ def test_compare_trace_cli_prints_the_windows_and_where_speculation_cost(tmp_pat
     windows = [line for line in done.stdout.splitlines() if " req  in flight " in line]
     assert len(windows) == 3 and "ratio" in windows[0]
     assert "cost from" in done.stdout and "requests in flight" in done.stdout
+    assert "baseline arm's client lag (send - trace time): p50" in done.stdout
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["trace"]["pairs"] == QUIET + BURST and verdict["settings"]["trace_bin_s"] == 4.0

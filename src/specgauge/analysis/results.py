@@ -110,6 +110,8 @@ class TraceComparison(_Frozen):
     windows: tuple[TraceWindow, ...]
     cost_in_flight: float | None = None
     share_above: float | None = None
+    # each arm's client lag (send − scaled trace time) over its rounds, ms: p50, p99, max
+    lag_ms: dict[str, dict[str, float]] = {}
 
 
 class SweepPoint(_Frozen):

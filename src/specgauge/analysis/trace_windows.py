@@ -77,8 +77,16 @@ def trace_windows(base_runs: Sequence[Sequence[RequestRecord]], spec_runs: Seque
     share = None
     if level is not None and windows:
         share = sum(1 for w in windows if w.baseline_in_flight >= level) / len(windows)
+    lag_ms = {arm: _lag(runs) for arm, runs in (("baseline", base_runs), ("speculative", spec_runs))}
     return TraceComparison(bin_s=bin_s, speed=speed, pairs=total_pairs, windows=tuple(windows),
-                           cost_in_flight=level, share_above=share)
+                           cost_in_flight=level, share_above=share, lag_ms={k: v for k, v in lag_ms.items() if v})
+
+
+def _lag(runs: Sequence[Sequence[RequestRecord]]) -> dict[str, float]:
+    lags = [r.send_lag_ns / 1e6 for records in runs for r in records if r.send_lag_ns is not None]
+    if not lags:
+        return {}
+    return {"p50": float(np.percentile(lags, 50)), "p99": float(np.percentile(lags, 99)), "max": float(max(lags))}
 
 
 def _window(index: int, bin_s: float, row: dict, rng: np.random.Generator, resamples: int) -> TraceWindow:
