@@ -118,3 +118,19 @@ def test_burstgpt_and_a_timed_jsonl_with_real_messages_replay(tmp_path):
     records, point = _replayed(tmp_path / "t.db")
     assert point.spec["ignore_eos"] is False   # a log's max_tokens is a cap, not a recorded length
     assert abs((records[2].scheduled_ns - records[0].scheduled_ns) / 1e9 - 0.25 / 5) < 1e-6
+
+
+def test_a_replay_split_over_worker_processes_keeps_each_request_at_its_trace_time(tmp_path):
+    trace = tmp_path / "mooncake.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": t, "input_length": 30, "output_length": 4, "hash_ids": [1]})
+                             + "\n" for t in TIMES_MS))
+    with ScriptedServer(FAST, server_info={"model_path": str(TARGET), "context_length": 2048}) as server:
+        done = run_cli("bench", server.url, "--api", "openai-completions", "--trace", trace, "--trace-speed", SPEED,
+                       "--trace-text-from", "coding", "--warmup", "0", "--workers", "2", "--db", tmp_path / "w.db")
+    assert done.returncode == 0, done.stderr
+    records, _ = _replayed(tmp_path / "w.db")
+    assert [r.request_index for r in records] == list(range(len(TIMES_MS)))
+    first = records[0].scheduled_ns
+    for record, t_ms in zip(records, TIMES_MS):   # each worker's own clock: a generous bound on their offset
+        assert abs((record.scheduled_ns - first) / 1e6 - t_ms / SPEED) < 250
+        assert record.ok and abs(record.send_lag_ns) / 1e6 < LAG_BOUND_MS
