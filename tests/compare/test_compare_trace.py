@@ -67,3 +67,26 @@ def test_compare_trace_cli_prints_the_windows_and_where_speculation_cost(tmp_pat
     assert "baseline arm's client lag (send - trace time): p50" in done.stdout
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["trace"]["pairs"] == QUIET + BURST and verdict["settings"]["trace_bin_s"] == 4.0
+
+
+async def test_open_loop_points_pair_both_arms_at_the_same_arrivals(tmp_path):
+    baseline, speculative = crossing_pair()
+    with baseline, speculative, Store.open(tmp_path / "r.db") as store:
+        plan = ComparePlan(baseline=ArmConfig(name="baseline", kind="url", value=baseline.url),
+                           speculative=ArmConfig(name="speculative", kind="url", value=speculative.url),
+                           api="sglang", raw_chat_format=True, domains=(), concurrency=(1,), rates=(400.0, 5.0),
+                           num_requests_sweep=40, warmup=0, bootstrap_resamples=400)
+        result = await run_comparison(plan, store)
+        sends = {}
+        for stage in result.stages:
+            if stage.stage.startswith("rate:"):
+                for arm, run_ids in (("b", stage.baseline_run_ids), ("s", stage.speculative_run_ids)):
+                    (point,) = store.get_points(run_ids[0])
+                    records = sorted(store.get_requests(point.id), key=lambda r: r.request_index)
+                    sends[(stage.stage, arm)] = [(r.prompt_index, r.scheduled_ns - records[0].scheduled_ns)
+                                                 for r in records]
+    assert [p.rate for p in result.rate_points] == [5.0, 400.0]
+    assert all(p.pairs == 40 for p in result.rate_points)
+    assert sends[("rate:5", "b")] == sends[("rate:5", "s")]        # the same prompts at the same send times
+    slow, fast = result.rate_points
+    assert slow.tpot_ratio.ci_high < 1 < fast.tpot_ratio.ci_low    # pays at 5 req/s, costs at 400

@@ -114,6 +114,20 @@ class TraceComparison(_Frozen):
     lag_ms: dict[str, dict[str, float]] = {}
 
 
+class RatePoint(_Frozen):
+    """``compare --rates``: one open-loop point, both arms at the same arrivals (same seed: the same
+    send times and prompts), paired by request; ratios are speculative / baseline p50s (below 1:
+    speculation faster) with paired bootstrap intervals."""
+
+    rate: float
+    pairs: int
+    baseline: ArmPoint = ArmPoint()
+    speculative: ArmPoint = ArmPoint()
+    ttft_ratio: RatioCI = RatioCI()
+    tpot_ratio: RatioCI = RatioCI()
+    e2e_ratio: RatioCI = RatioCI()
+
+
 class SweepPoint(_Frozen):
     """One sweep concurrency. ``ratio`` = speculative / baseline aggregate tok/s with its CI."""
 
@@ -425,6 +439,7 @@ class CompareResult(_Frozen):
     # the domains' are ("overall"; Spec-Bench's "multi-turn conversation": MT-bench's eight categories)
     single_stream_pooled: tuple[SingleStreamDomain, ...] = ()
     trace: TraceComparison | None = None   # compare --trace: the speedup along the trace
+    rate_points: tuple[RatePoint, ...] = ()   # compare --rates: open-loop points
 
     def arm(self, name: str) -> ArmDescription:
         """The arm called ``name`` (``baseline`` or ``speculative``)."""

@@ -26,12 +26,12 @@ from specgauge.analysis.verdict import assess_sweep, recommend, supported_crosso
 from specgauge.client.records import RequestRecord
 from specgauge.client.sampling import describe_sampling
 from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, DriftEstimate,
-                                     Percentiles, RatioCI, SingleStreamDomain, SpeculationSetup, StageRuns,
-                                     SweepPoint)
+                                     Percentiles, RatePoint, RatioCI, SingleStreamDomain, SpeculationSetup,
+                                     StageRuns, SweepPoint)
 from specgauge.compare.distribution_samples import check_distribution
 from specgauge.compare.per_turn import turn_speedups
-from specgauge.compare.plan import (DISTRIBUTION_STAGE, SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX,
-                                    TRACE_STAGE, split_temperature)
+from specgauge.compare.plan import (DISTRIBUTION_STAGE, RATE_PREFIX, SINGLE_PREFIX, SPLIT_SINGLE_STAGE,
+                                    SWEEP_PREFIX, TRACE_STAGE, split_temperature)
 from specgauge.report.export import point_document
 from specgauge.report.field_layout import pooled_groups
 from specgauge.store import Store
@@ -329,6 +329,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     temperature_of: dict[str, float] = {}   # cell name → the temperature it sampled at
     distribution = None
     trace = None
+    rate_points: list[RatePoint] = []
     for stage in stages:
         temperature = settings.temperature if stage.temperature is None else stage.temperature
         if stage.stage == TRACE_STAGE:   # the trace replayed on both arms: its windows, not a point
@@ -336,6 +337,10 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
                                                                          stage.speculative_run_ids)),
                                   bin_s=settings.trace_bin_s or 10.0, speed=settings.trace_speed or 1.0,
                                   rng=np.random.default_rng([seed, 3]), resamples=resamples)
+            continue
+        if stage.stage.startswith(RATE_PREFIX):   # an open-loop point: latency ratios at one offered load
+            rate_points.append(_rate_point(float(stage.stage[len(RATE_PREFIX):]), store, stage,
+                                           np.random.default_rng([seed, 4, len(rate_points)]), resamples))
             continue
         if stage.stage == DISTRIBUTION_STAGE:   # samples for the distribution check, not a speed point
             distribution = check_distribution(store, stage.baseline_run_ids, stage.speculative_run_ids,
@@ -432,8 +437,27 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         acceptance_by_domain={d.domain: d.accept_length for d in single},
         per_turn=tuple(per_turn),
         by_temperature=tuple(by_temperature) if settings.temperatures else (),
-        single_stream_pooled=tuple(pooled), trace=trace,
+        single_stream_pooled=tuple(pooled), trace=trace, rate_points=tuple(rate_points),
     )
+
+
+def _rate_point(rate: float, store: Store, stage: StageRuns, rng: np.random.Generator, resamples: int) -> RatePoint:
+    """Both arms' open-loop runs at ``rate``, paired by (round, request index) and prompt."""
+    base, spec = ArmSamples(), ArmSamples()
+    for samples, run_ids in ((base, stage.baseline_run_ids), (spec, stage.speculative_run_ids)):
+        for round_number, records in enumerate(_run_records(store, run_ids)):
+            samples.records += records
+            samples.keys += [(round_number, r.request_index) for r in records]
+    pairs = _pairs(base, spec)
+    base_ok = [r for r in base.records if r.ok]
+    spec_ok = [r for r in spec.records if r.ok]
+
+    def ratio(metric) -> RatioCI:
+        return _metric_ratio(pairs, base_ok, spec_ok, metric, np.median, rng, resamples).ci
+
+    return RatePoint(rate=rate, pairs=len(pairs), baseline=_arm_point(base), speculative=_arm_point(spec),
+                     ttft_ratio=ratio(definitions.ttft_ms), tpot_ratio=ratio(definitions.tpot_ms),
+                     e2e_ratio=ratio(definitions.e2e_ms))
 
 
 def _run_records(store: Store, run_ids: Sequence[int]) -> list[list[RequestRecord]]:

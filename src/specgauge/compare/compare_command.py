@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from specgauge.cli_options import (POSITIVE_INTS, CommaList, db_option, one_line_validation_error,
+from specgauge.cli_options import (POSITIVE_INTS, POSITIVE_NUMBERS, CommaList, db_option, one_line_validation_error,
                                    request_count_options, sampling_options, secret_options, think_time_options,
                                    verify_option, warmup_option)
 from specgauge.load.length_band_option import context_lengths_option
@@ -45,6 +45,9 @@ def run(work):
                                "requests per tag), and the sweep")
 @click.option("--sweep-suite", help="suite of the sweep (default: --suite, else the first domain)")
 @click.option("--concurrency", type=POSITIVE_INTS, default="1,4,16,64", show_default=True)
+@click.option("--rates", type=POSITIVE_NUMBERS, metavar="R,...",
+              help="open-loop points too, requests/s (Poisson arrivals, the same for both arms): paired TTFT, TPOT "
+                   "and E2E ratios per rate")
 @request_count_options(min_requests=16, requests_per_user=2, scope="point and arm (single stream and sweep)")
 @click.option("--single-stream-requests", type=click.IntRange(min=1),
               help=f"single-stream requests per domain and arm (default: --num-requests, else "
@@ -151,7 +154,7 @@ def _new_plan(options: dict):
             api_key=options["api_key"], headers=options["headers"],
             goodput=compare_result_settings(options)["goodput"],
             think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"],
-            trace=trace_config(options), trace_bin_s=options["trace_bin"])
+            trace=trace_config(options), trace_bin_s=options["trace_bin"], rates=options["rates"] or ())
     except ValidationError as exc:
         raise one_line_validation_error(exc) from None
     if plan.trace is not None:   # a bad trace line or text suite: one line, before any arm starts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -10,6 +11,8 @@ from specgauge.compare.arms import ArmSpec
 from specgauge.load.bench_config import BenchConfig, TraceConfig, check_slos
 
 SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
+RATE_PREFIX = "rate:"       # --rates: one open-loop run per arm and rate: "rate:2"
+DEFAULT_RATE_REQUESTS = 32  # requests per open-loop point and arm without --num-requests
 SINGLE_PREFIX = "single:"
 SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
 TEMPERATURE_MARK = "@t="         # a single-stream stage at another than the plan's temperature: "single:coding@t=0.7"
@@ -84,6 +87,9 @@ class ComparePlan(BaseModel):
     trace: TraceConfig | None = None              # --trace: the trace replayed on both arms, the only stage
     trace_bin_s: float = Field(default=10.0, gt=0)   # --trace-bin: window of trace seconds
     concurrency: tuple[int, ...] = (1, 4, 16, 64)
+    rates: tuple[float, ...] = ()   # --rates: open-loop points (requests/s), Poisson or gamma as bench's
+    arrival: Literal["poisson", "gamma"] = "poisson"
+    burstiness: float = Field(default=1.0, gt=0)
     num_requests_single: int = Field(default=12, ge=1)
     num_requests_sweep: int | None = Field(default=None, ge=1)   # fixed count per sweep point; else scaled:
     sweep_requests_per_user: int = Field(default=2, ge=1)        # max(sweep_min_requests, this x concurrency)
@@ -132,6 +138,13 @@ class ComparePlan(BaseModel):
     def _sorted_temperatures(cls, values: tuple[float, ...]) -> tuple[float, ...]:
         if any(v < 0 for v in values):
             raise ValueError("--temperatures must be >= 0")
+        return tuple(sorted(set(values)))
+
+    @field_validator("rates")
+    @classmethod
+    def _positive_rates(cls, values: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not (v > 0 and math.isfinite(v)) for v in values):
+            raise ValueError("--rates must be requests/s > 0")
         return tuple(sorted(set(values)))
 
     @field_validator("concurrency")
@@ -195,6 +208,8 @@ class ComparePlan(BaseModel):
         sweep_suite = self.sweep_suite or self.first_suite
         stages += [Stage(name=f"{SWEEP_PREFIX}{c}", suite=sweep_suite, concurrency=(c,),
                          num_requests=self.sweep_requests(c)) for c in self.concurrency]
+        stages += [Stage(name=f"{RATE_PREFIX}{r:g}", suite=sweep_suite, concurrency=(1,),
+                         num_requests=self.num_requests_sweep or DEFAULT_RATE_REQUESTS) for r in self.rates]
         return stages
 
     @property
@@ -215,7 +230,10 @@ class ComparePlan(BaseModel):
         if stage.seeds_per_arm:   # distinct from every other arm's and round's: independent samples
             sampling_seed = (self.seed * 64 + round_number) * 2 + (arm == "speculative") + 1
         trace = self.trace if stage.name == TRACE_STAGE else None
-        return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=() if trace else stage.concurrency,
+        rates = (float(stage.name[len(RATE_PREFIX):]),) if stage.name.startswith(RATE_PREFIX) else ()
+        return BenchConfig(url=url, api=self.api, suite=stage.suite,
+                           concurrency=() if trace or rates else stage.concurrency, rates=rates,
+                           arrival=self.arrival, burstiness=self.burstiness,
                            trace=trace, num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
                            max_tokens=stage.max_tokens or self.max_tokens,
                            temperature=self.temperature if stage.temperature is None else stage.temperature,
