@@ -59,8 +59,11 @@ def test_compare_trace_cli_prints_the_windows_and_where_speculation_cost(tmp_pat
         done = run_cli("compare", "--baseline", baseline.url, "--speculative", speculative.url, "--api", "sglang",
                        "--raw-chat-format", "--trace", _trace(tmp_path / "t.jsonl"), "--trace-speed", "2",
                        "--trace-text-from", "coding", "--trace-bin", "4", "--warmup", "0", "--resamples", "200",
-                       "--output-json", tmp_path / "v.json", "--db", tmp_path / "c.db")
+                       "--output-json", tmp_path / "v.json", "--output-dir", tmp_path / "out",
+                       "--db", tmp_path / "c.db")
     assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "plots" / "trace_timeline.png").stat().st_size > 0   # the timeline, in the report
+    assert "trace_timeline" in (tmp_path / "out" / "report.html").read_text()
     windows = [line for line in done.stdout.splitlines() if " req  in flight " in line]
     assert len(windows) == 3 and "ratio" in windows[0]
     assert "cost from" in done.stdout and "requests in flight" in done.stdout
