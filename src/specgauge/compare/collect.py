@@ -34,6 +34,7 @@ from specgauge.compare.plan import (DISTRIBUTION_STAGE, RATE_PREFIX, SINGLE_PREF
                                     SWEEP_PREFIX, TRACE_STAGE, split_temperature)
 from specgauge.report.export import point_document
 from specgauge.report.field_layout import pooled_groups
+from specgauge.report.trace_table import trace_verdict
 from specgauge.store import Store
 from specgauge.store.clock import utc_now
 
@@ -415,7 +416,9 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         single_stream=tuple(single), sweep=tuple(sweep),
         crossover_concurrency=crossover.concurrency if crossover.supported else None, crossover=crossover,
         recommended_disable_above=recommendation.disable_above, recommendation=recommendation, drift=drift,
-        verdict_lines=verdict_lines(label, single, sweep, crossover, drift, settings.rounds),
+        # a trace comparison has no sweep to read: its verdict is where along the trace speculation cost
+        verdict_lines=tuple(trace_verdict(trace, label)) if trace is not None else
+        verdict_lines(label, single, sweep, crossover, drift, settings.rounds),
         losslessness=check_losslessness(lossless_pairs, temperature=0.0 if lossless_pairs else settings.temperature
                                         ).model_copy(
             update={"distribution": distribution}),
