@@ -10,9 +10,12 @@ Every reader yields :class:`TraceLine` in file order; a malformed line raises on
   loader (ai-dynamo/aiperf ``src/aiperf/dataset/loader/mooncake_trace.py``: the timestamp in ms,
   an optional ``session_id``) and SGLang's ``bench_serving --dataset-name mooncake``.
 - ``vllm-timed``: the same fields as vLLM's ``timed_trace`` dataset reads them
-  (vllm-project/vllm ``vllm/benchmarks/datasets/datasets.py``, ``TimedTrace``): the timestamp in
-  seconds (its ``--timed-trace-sec-multiplier`` default of 1) and 16-token hash blocks (its
-  ``--timed-trace-chunk-hash-size`` default).
+  (vllm-project/vllm ``vllm/benchmarks/datasets/datasets.py``, ``TimedTrace``, field names
+  remappable there with ``--timed-trace-label-*``): the timestamp in seconds (its
+  ``--timed-trace-sec-multiplier`` default of 1; vLLM's benchmark docs replay a Mooncake trace
+  with 0.001) and 16-token hash blocks (its ``--timed-trace-chunk-hash-size`` default; 512 for
+  Mooncake in the same docs). Read from vLLM's docs and flag list; the reader's source file itself
+  was too large to fetch here.
 - ``bailian``: Alibaba's Qwen Bailian usage traces as AIPerf's ``bailian_trace`` loader reads them
   (ai-dynamo/aiperf ``src/aiperf/dataset/loader/bailian_trace.py``): ``chat_id``,
   ``parent_chat_id`` (-1 for a first turn), ``turn``, ``timestamp`` in seconds,
