@@ -156,9 +156,10 @@ async def _open_loop(group: asyncio.TaskGroup, one, guard: OutageGuard, spec: Po
         scheduled_ns = window_start_ns + int(item.offset_s * 1e9)
         if deadline_ns is not None and scheduled_ns >= deadline_ns:
             return
-        delay_s = (scheduled_ns - perf_counter_ns()) / 1e9
-        if delay_s > 0:
-            await asyncio.sleep(delay_s)
+        # uvloop's timers count whole milliseconds, so a sleep can end up to ~1 ms early: sleep
+        # again, then yield the last fraction, so that no request goes out before its time
+        while (early_ns := scheduled_ns - perf_counter_ns()) > 0:
+            await asyncio.sleep(early_ns / 1e9 if early_ns > 1_000_000 else 0)
         if guard.probing:
             await guard.wait_clear()
         if limit is not None:
