@@ -84,6 +84,50 @@ class SingleStreamDomain(_Frozen):
     accept_length_ci: tuple[float, float] | None = None   # 95% bootstrap interval of accept_length
 
 
+class TraceWindow(_Frozen):
+    """One window of a trace replayed on both arms (analysis/trace_windows.py): trace seconds
+    [start_s, end_s), its paired requests, requests in flight per arm, TPOT per arm and their ratio."""
+
+    start_s: float
+    end_s: float
+    requests: int
+    baseline_in_flight: float
+    speculative_in_flight: float
+    baseline_tpot_p50_ms: float | None = None
+    baseline_tpot_p90_ms: float | None = None
+    speculative_tpot_p50_ms: float | None = None
+    speculative_tpot_p90_ms: float | None = None
+    tpot_ratio: RatioCI = RatioCI()   # speculative / baseline TPOT p50: below 1, speculation was faster
+
+
+class TraceComparison(_Frozen):
+    """``compare --trace``: the windows, the in-flight level above which speculation cost (None:
+    no clear cost), and the share of the trace's windows at or above it."""
+
+    bin_s: float
+    speed: float
+    pairs: int
+    windows: tuple[TraceWindow, ...]
+    cost_in_flight: float | None = None
+    share_above: float | None = None
+    # each arm's client lag (send − scaled trace time) over its rounds, ms: p50, p99, max
+    lag_ms: dict[str, dict[str, float]] = {}
+
+
+class RatePoint(_Frozen):
+    """``compare --rates``: one open-loop point, both arms at the same arrivals (same seed: the same
+    send times and prompts), paired by request; ratios are speculative / baseline p50s (below 1:
+    speculation faster) with paired bootstrap intervals."""
+
+    rate: float
+    pairs: int
+    baseline: ArmPoint = ArmPoint()
+    speculative: ArmPoint = ArmPoint()
+    ttft_ratio: RatioCI = RatioCI()
+    tpot_ratio: RatioCI = RatioCI()
+    e2e_ratio: RatioCI = RatioCI()
+
+
 class SweepPoint(_Frozen):
     """One sweep concurrency. ``ratio`` = speculative / baseline aggregate tok/s with its CI."""
 
@@ -356,6 +400,9 @@ class CompareSettings(_Frozen):
     rounds: int
     schedule: Literal["abba_by_point", "sequential_rounds"]
     bootstrap_resamples: int
+    suite_layout: Literal["specbench", "mtbench"] | None = None   # --suite imported from one: the field's table
+    trace_bin_s: float | None = None     # compare --trace: its window, trace seconds
+    trace_speed: float | None = None
 
 
 class CompareResult(_Frozen):
@@ -388,6 +435,11 @@ class CompareResult(_Frozen):
     by_temperature: tuple[SingleStreamDomain, ...] = ()
     goodput: Goodput | None = None                             # with --goodput (stored, so report keeps it)
     per_turn: tuple[TurnSpeedup, ...] = ()                     # a suite with multi-turn sessions
+    # --suite from Spec-Bench / MT-bench: single-stream rows pooled over several domains, paired as
+    # the domains' are ("overall"; Spec-Bench's "multi-turn conversation": MT-bench's eight categories)
+    single_stream_pooled: tuple[SingleStreamDomain, ...] = ()
+    trace: TraceComparison | None = None   # compare --trace: the speedup along the trace
+    rate_points: tuple[RatePoint, ...] = ()   # compare --rates: open-loop points
 
     def arm(self, name: str) -> ArmDescription:
         """The arm called ``name`` (``baseline`` or ``speculative``)."""

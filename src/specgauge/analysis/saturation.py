@@ -30,6 +30,7 @@ CONCURRENCY_SHARE = 0.7
 SENT_RATE_SHARE = 0.9
 COMPLETED_RATE_SHARE = 0.8
 MIN_REQUESTS = 8
+TRACE_LAG_P99_MS = 10.0   # a trace replay's send lag, 99th percentile: the client kept the trace's times
 NS_PER_S = 1e9
 
 
@@ -51,6 +52,8 @@ def load_warnings(spec: dict, records: Sequence[RequestRecord], *, send_lag_p50_
             warnings.append(f"achieved concurrency {achieved_concurrency:.1f} of {users} set "
                             f"(< {CONCURRENCY_SHARE:.0%}): {cause}")
         return warnings
+    if spec.get("trace_speed") is not None:   # a trace replay: its schedule is the trace's, not a rate
+        return warnings + trace_lag_warnings(records)
     rate = spec.get("rate")
     if not rate or len(records) < MIN_REQUESTS:
         return warnings
@@ -70,3 +73,18 @@ def load_warnings(spec: dict, records: Sequence[RequestRecord], *, send_lag_p50_
         warnings.append(f"server-limited: completed {ok / steady_s:.2f} req/s of {rate:g} req/s set "
                         f"(< {COMPLETED_RATE_SHARE:.0%}): the server did not keep up with the arrivals")
     return warnings
+
+
+def trace_lag_warnings(records: Sequence[RequestRecord]) -> list[str]:
+    """A trace replay the client could not keep: its send lag (send time − scaled trace time)
+    above ``TRACE_LAG_P99_MS`` at the 99th percentile."""
+    lags = sorted(r.send_lag_ns / 1e6 for r in records if r.send_lag_ns is not None)
+    if not lags:
+        return []
+    p99 = lags[min(len(lags) - 1, int(0.99 * len(lags)))]
+    late = sum(1 for lag in lags if lag > TRACE_LAG_P99_MS)
+    if p99 <= TRACE_LAG_P99_MS:
+        return []
+    return [f"replay not faithful: the client sent {late} of {len(lags)} requests more than {TRACE_LAG_P99_MS:g} ms "
+            f"after their trace time (lag p99 {p99:.1f} ms, max {lags[-1]:.1f} ms); replay slower (--trace-speed) "
+            f"or on a less busy client"]

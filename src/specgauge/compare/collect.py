@@ -21,17 +21,20 @@ from specgauge.analysis.health import (acceptance_by_position, chunk_histogram, 
 from specgauge.analysis.lossless import check_losslessness
 from specgauge.analysis.paired import RatioEstimate, mean_interval, ratio_of_statistic, ratio_of_sums
 from specgauge.analysis.summary import summarize
+from specgauge.analysis.trace_windows import trace_windows
 from specgauge.analysis.verdict import assess_sweep, recommend, supported_crossover, verdict_lines
 from specgauge.client.records import RequestRecord
 from specgauge.client.sampling import describe_sampling
 from specgauge.analysis.results import (ArmDescription, ArmPoint, CompareResult, CompareSettings, DriftEstimate,
-                                     Percentiles, RatioCI, SingleStreamDomain, SpeculationSetup, StageRuns,
-                                     SweepPoint)
+                                     Percentiles, RatePoint, RatioCI, SingleStreamDomain, SpeculationSetup,
+                                     StageRuns, SweepPoint)
 from specgauge.compare.distribution_samples import check_distribution
 from specgauge.compare.per_turn import turn_speedups
-from specgauge.compare.plan import (DISTRIBUTION_STAGE, SINGLE_PREFIX, SPLIT_SINGLE_STAGE, SWEEP_PREFIX,
-                                    split_temperature)
+from specgauge.compare.plan import (DISTRIBUTION_STAGE, RATE_PREFIX, SINGLE_PREFIX, SPLIT_SINGLE_STAGE,
+                                    SWEEP_PREFIX, TRACE_STAGE, split_temperature)
 from specgauge.report.export import point_document
+from specgauge.report.field_layout import pooled_groups
+from specgauge.report.trace_table import trace_verdict
 from specgauge.store import Store
 from specgauge.store.clock import utc_now
 
@@ -156,6 +159,19 @@ def _pairs(base: ArmSamples, spec: ArmSamples) -> list[tuple[RequestRecord, Requ
         if record.ok and other is not None and other.prompt_index == record.prompt_index:
             out.append((record, other))
     return out
+
+
+def merge_samples(parts: Sequence[ArmSamples]) -> ArmSamples:
+    """Several domains' samples of one arm as one, their keys kept apart (part i's rounds offset)."""
+    merged = ArmSamples()
+    for offset, part in enumerate(parts):
+        merged.records += part.records
+        merged.keys += [(offset * 1_000_000 + round_number, index) for round_number, index in part.keys]
+        merged.output_tokens += part.output_tokens
+        merged.window_s += part.window_s
+        merged.num_errors += part.num_errors
+        merged.point_accept += part.point_accept
+    return merged
 
 
 def _metric_ratio(pairs, base_ok, spec_ok, metric, statistic, rng, resamples) -> RatioEstimate:
@@ -313,8 +329,20 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     cells: list[tuple[str, int, ArmSamples, ArmSamples]] = []
     temperature_of: dict[str, float] = {}   # cell name → the temperature it sampled at
     distribution = None
+    trace = None
+    rate_points: list[RatePoint] = []
     for stage in stages:
         temperature = settings.temperature if stage.temperature is None else stage.temperature
+        if stage.stage == TRACE_STAGE:   # the trace replayed on both arms: its windows, not a point
+            trace = trace_windows(*(_run_records(store, ids) for ids in (stage.baseline_run_ids,
+                                                                         stage.speculative_run_ids)),
+                                  bin_s=settings.trace_bin_s or 10.0, speed=settings.trace_speed or 1.0,
+                                  rng=np.random.default_rng([seed, 3]), resamples=resamples)
+            continue
+        if stage.stage.startswith(RATE_PREFIX):   # an open-loop point: latency ratios at one offered load
+            rate_points.append(_rate_point(float(stage.stage[len(RATE_PREFIX):]), store, stage,
+                                           np.random.default_rng([seed, 4, len(rate_points)]), resamples))
+            continue
         if stage.stage == DISTRIBUTION_STAGE:   # samples for the distribution check, not a speed point
             distribution = check_distribution(store, stage.baseline_run_ids, stage.speculative_run_ids,
                                               temperature=temperature, seed=seed)
@@ -337,6 +365,7 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
     arm_pairs = [pair for _, _, base, spec in cells for arm in (base, spec) for pair in _round_repeats(arm)]
     drift = estimate_drift([(first, second) for _, first, second, _ in repeated] + arm_pairs, settings.rounds)
     accept_by_domain: dict[str, float | None] = {}
+    single_cells: dict[str, tuple[ArmSamples, ArmSamples]] = {}
     per_turn: list = []
     by_temperature: list[SingleStreamDomain] = []
     for stage_name, level, base, spec in cells:
@@ -353,22 +382,25 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         ci = point.throughput.ci
         if stage_name.startswith(SINGLE_PREFIX):
             domain, other_temperature = split_temperature(stage_name[len(SINGLE_PREFIX):])
-            clean, degenerate = non_degenerate_speedup(point.pairs, rng, resamples, drift)
-            row = SingleStreamDomain(
-                domain=domain, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
-                speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs,
-                accept_length=spec.accept_length, non_degenerate=clean, degenerate_pairs=degenerate,
-                temperature=temperature_of[stage_name], accept_length_ci=_accept_interval(spec, accept_rng, resamples),
-                **common)
+            row = _single_row(domain, base, spec, point, temperature_of[stage_name], rng, accept_rng, resamples,
+                              drift)
             by_temperature.append(row)
             if other_temperature is None:   # the comparison's own temperature: the verdict's rows
                 accept_by_domain[domain] = _domain_acceptance(spec)
                 single.append(row)
+                single_cells[domain] = (base, spec)
         elif stage_name.startswith(SWEEP_PREFIX):
             sweep.append(SweepPoint(
                 concurrency=level, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s, ratio=ci.ratio,
                 ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs, **common))
             replicate_rows.append(point.throughput.replicates)
+    pooled_rng = np.random.default_rng([seed, 2])   # its own draws: the other figures stay as they were
+    pooled = []
+    for name, domains in pooled_groups(settings.suite_layout, sorted(single_cells)):
+        base = merge_samples([single_cells[d][0] for d in domains])
+        spec = merge_samples([single_cells[d][1] for d in domains])
+        pooled.append(_single_row(name, base, spec, paired_point(base, spec, pooled_rng, resamples, drift),
+                                  settings.temperature, pooled_rng, pooled_rng, resamples, drift))
     replicates = None
     if sweep and all(r is not None for r in replicate_rows):
         replicates = np.stack(replicate_rows, axis=1)   # (B, points)
@@ -384,7 +416,9 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         single_stream=tuple(single), sweep=tuple(sweep),
         crossover_concurrency=crossover.concurrency if crossover.supported else None, crossover=crossover,
         recommended_disable_above=recommendation.disable_above, recommendation=recommendation, drift=drift,
-        verdict_lines=verdict_lines(label, single, sweep, crossover, drift, settings.rounds),
+        # a trace comparison has no sweep to read: its verdict is where along the trace speculation cost
+        verdict_lines=tuple(trace_verdict(trace, label)) if trace is not None else
+        verdict_lines(label, single, sweep, crossover, drift, settings.rounds),
         losslessness=check_losslessness(lossless_pairs, temperature=0.0 if lossless_pairs else settings.temperature
                                         ).model_copy(
             update={"distribution": distribution}),
@@ -406,4 +440,45 @@ def build_result(store: Store, *, arms: tuple[ArmDescription, ArmDescription], s
         acceptance_by_domain={d.domain: d.accept_length for d in single},
         per_turn=tuple(per_turn),
         by_temperature=tuple(by_temperature) if settings.temperatures else (),
+        single_stream_pooled=tuple(pooled), trace=trace, rate_points=tuple(rate_points),
     )
+
+
+def _rate_point(rate: float, store: Store, stage: StageRuns, rng: np.random.Generator, resamples: int) -> RatePoint:
+    """Both arms' open-loop runs at ``rate``, paired by (round, request index) and prompt."""
+    base, spec = ArmSamples(), ArmSamples()
+    for samples, run_ids in ((base, stage.baseline_run_ids), (spec, stage.speculative_run_ids)):
+        for round_number, records in enumerate(_run_records(store, run_ids)):
+            samples.records += records
+            samples.keys += [(round_number, r.request_index) for r in records]
+    pairs = _pairs(base, spec)
+    base_ok = [r for r in base.records if r.ok]
+    spec_ok = [r for r in spec.records if r.ok]
+
+    def ratio(metric) -> RatioCI:
+        return _metric_ratio(pairs, base_ok, spec_ok, metric, np.median, rng, resamples).ci
+
+    return RatePoint(rate=rate, pairs=len(pairs), baseline=_arm_point(base), speculative=_arm_point(spec),
+                     ttft_ratio=ratio(definitions.ttft_ms), tpot_ratio=ratio(definitions.tpot_ms),
+                     e2e_ratio=ratio(definitions.e2e_ms))
+
+
+def _run_records(store: Store, run_ids: Sequence[int]) -> list[list[RequestRecord]]:
+    """Each run's (round's) measured records, its done points pooled."""
+    return [[record for point in store.get_points(run_id) if point.status == "done"
+             for record in store.get_requests(point.id)] for run_id in run_ids]
+
+
+def _single_row(domain: str, base: ArmSamples, spec: ArmSamples, point: PairedPoint, temperature: float,
+                rng: np.random.Generator, accept_rng: np.random.Generator, resamples: int,
+                drift: DriftEstimate | None) -> SingleStreamDomain:
+    """One single-stream row: the paired speedup, the non-looping one, both arms' figures, acceptance."""
+    ci = point.throughput.ci
+    clean, degenerate = non_degenerate_speedup(point.pairs, rng, resamples, drift)
+    return SingleStreamDomain(
+        domain=domain, baseline_tok_s=base.tok_s, speculative_tok_s=spec.tok_s,
+        speedup=ci.ratio, ci_low=ci.ci_low, ci_high=ci.ci_high, ci_method=ci.method, pairs=ci.pairs,
+        accept_length=spec.accept_length, non_degenerate=clean, degenerate_pairs=degenerate,
+        temperature=temperature, accept_length_ci=_accept_interval(spec, accept_rng, resamples),
+        request_tok_s_ratio=point.request_tok_s.ci, tpot_ratio=point.tpot.ci, ttft_ratio=point.ttft.ci,
+        baseline=_arm_point(base), speculative=_arm_point(spec))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from specgauge.cli_options import (POSITIVE_INTS, CommaList, db_option, one_line_validation_error,
+from specgauge.cli_options import (POSITIVE_INTS, POSITIVE_NUMBERS, CommaList, db_option, one_line_validation_error,
                                    request_count_options, sampling_options, secret_options, think_time_options,
                                    verify_option, warmup_option)
 from specgauge.load.length_band_option import context_lengths_option
@@ -18,6 +18,7 @@ from specgauge.compare.plan import DISTRIBUTION_PROMPTS
 from specgauge.client.endpoint import API_NAMES
 from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
+from specgauge.load.trace_options import trace_config, trace_options
 from specgauge.load.workers.options import placement_from, placement_options
 from specgauge.tokenizer_option import TokenizerPath
 
@@ -40,9 +41,13 @@ def run(work):
 @click.option("--api", type=click.Choice(API_NAMES), default="openai-chat", show_default=True)
 @click.option("--domains", type=CommaList(str, allow_empty=True), default="coding,encyclopedic", show_default=True,
               help="built-in domain suites for single stream (ignored with --suite)")
-@click.option("--suite", help="a suite .jsonl (or name): single stream split by its domain tags, and the sweep")
+@click.option("--suite", help="a suite .jsonl (or name): single stream split by its domain tags (--single-stream-"
+                               "requests per tag), and the sweep")
 @click.option("--sweep-suite", help="suite of the sweep (default: --suite, else the first domain)")
 @click.option("--concurrency", type=POSITIVE_INTS, default="1,4,16,64", show_default=True)
+@click.option("--rates", type=POSITIVE_NUMBERS, metavar="R,...",
+              help="open-loop points too, requests/s (Poisson arrivals, the same for both arms): paired TTFT, TPOT "
+                   "and E2E ratios per rate")
 @request_count_options(min_requests=16, requests_per_user=2, scope="point and arm (single stream and sweep)")
 @click.option("--single-stream-requests", type=click.IntRange(min=1),
               help=f"single-stream requests per domain and arm (default: --num-requests, else "
@@ -87,10 +92,14 @@ def run(work):
 @db_option
 @compare_peer_options
 @click.option("--resume", metavar="CID", help="finish comparison CID (e.g. c3) that stopped, with its stored plan")
+@trace_options
+@click.option("--trace-bin", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              metavar="S", help="with --trace: the window of trace seconds each ratio is read over")
 @placement_options
 def compare_command(**options) -> None:
     """Compare a baseline arm with a speculative arm on the same prompts: single stream per domain,
-    then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation."""
+    then a concurrency sweep; speedups with 95% CIs, the crossover and the threshold to disable speculation.
+    With --trace, both arms replay the trace instead and the TPOT ratio is read along it, per window."""
     if options["resume"] is not None:
         _resume(options)
         return
@@ -144,14 +153,21 @@ def _new_plan(options: dict):
             bootstrap_resamples=options["resamples"], start_timeout_s=options["start_timeout"],
             api_key=options["api_key"], headers=options["headers"], insecure=options["insecure"],
             goodput=compare_result_settings(options)["goodput"],
-            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
+            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"],
+            trace=trace_config(options), trace_bin_s=options["trace_bin"], rates=options["rates"] or ())
     except ValidationError as exc:
         raise one_line_validation_error(exc) from None
+    if plan.trace is not None:   # a bad trace line or text suite: one line, before any arm starts
+        from specgauge.load.traces.check import check_trace
+
+        check_trace(plan.trace)
     if options["dataset_name"]:   # one suite file: every stage, both arms, every round
         from specgauge.compare.peer_flags import dataset_suite_file
 
         suite_file = run(dataset_suite_file(plan, options, Path(options["db"]).resolve().parent))
         plan = plan.model_copy(update={"suite": suite_file})
+    if plan.suite is not None:   # N single-stream requests per domain tag, shortfalls named now
+        plan = _per_domain_single_stream(plan, Path(options["db"]).resolve().parent)
     for stage in plan.stages():
         load_suite(stage.suite)   # unknown suites: one line, before any file or process
     if plan.samples_per_prompt is not None:
@@ -172,6 +188,18 @@ def _new_plan(options: dict):
 
         Store.open(options["db"], create=False).close()
     return plan
+
+
+def _per_domain_single_stream(plan, work_dir: Path):
+    """``plan`` with its single stream on up to ``num_requests_single`` prompts per domain of
+    ``--suite`` (compare/per_domain.py); a domain with fewer is named on stderr."""
+    from specgauge.compare.per_domain import per_domain_suite_file
+
+    chosen = per_domain_suite_file(plan.suite, plan.num_requests_single, plan.seed, work_dir)
+    for line in chosen.shortfalls:
+        click.echo(f"note: {line}", err=True)
+    return plan.model_copy(update={"single_suite": chosen.path, "single_requests": chosen.num_requests,
+                                   "suite_layout": chosen.layout})
 
 
 def _resume(options: dict) -> None:

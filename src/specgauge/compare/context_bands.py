@@ -85,7 +85,8 @@ def band_plans(plan: ComparePlan, bands: tuple[tuple[int, int], ...], facts: Mod
     suites = build_band_suites(band_source_suite(plan), bands, tokenizer_path=facts.tokenizer_path, api=plan.api,
                                min_prompts=plan.num_requests_single, synthetic_count=plan.num_requests_single,
                                seed=plan.seed, max_tokens=max_tokens, work_dir=work_dir)
-    return [(band, plan.model_copy(update={"suite": band.suite_ref, "sweep_suite": None, "domains": (),
+    return [(band, plan.model_copy(update={"suite": band.suite_ref, "sweep_suite": None,
+                                           "single_suite": None, "single_requests": None, "domains": (),
                                            "domain_suites": {}, "max_tokens": max_tokens,
                                            "tokenizer": plan.tokenizer or facts.tokenizer_path}))
             for band in suites]

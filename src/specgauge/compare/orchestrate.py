@@ -358,7 +358,9 @@ def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger
         num_requests_single=plan.num_requests_single, num_requests_sweep=plan.num_requests_sweep,
         max_tokens=plan.max_tokens, seed=plan.seed, temperature=plan.temperature, warmup=plan.warmup,
         temperatures=plan.temperatures, top_p=plan.top_p, top_k=plan.top_k,
-        rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples)
+        rounds=plan.rounds, schedule=plan.schedule, bootstrap_resamples=plan.bootstrap_resamples,
+        suite_layout=plan.suite_layout, trace_bin_s=plan.trace_bin_s if plan.trace else None,
+        trace_speed=plan.trace.speed if plan.trace else None)
     result = build_result(store, arms=(arms[0], arms[1]), settings=settings, stages=stage_runs, label=plan.label,
                           comparison_id=comparison_id, seed=plan.seed, speculation=speculation,
                           vllm_base_config=vllm_config,

@@ -27,16 +27,29 @@ def emit(result, *, output_json: str | None, output_dir: str | None, db: str) ->
     import json
 
     from specgauge.compare.per_turn import per_turn_lines
+    from specgauge.report.field_layout import field_table_lines
     from specgauge.report.html import write_report
     from specgauge.report.report_data import report_from_compare
     from specgauge.report.report_text import distribution_lines, goodput_lines, temperature_lines
     from specgauge.report.terminal import comparison_notes
+    from specgauge.report.rate_table import rate_lines
+    from specgauge.report.trace_table import trace_lines
     from specgauge.report.verdict_table import verdict_renderable
     from specgauge.store import Store
 
     out = console(stderr=output_json == "-")
     report = report_from_compare(result)
-    out.print(verdict_renderable(report))
+    if result.trace is None:   # a trace comparison's windows print below, one unwrapped line each
+        out.print(verdict_renderable(report))
+    field = field_table_lines(result)
+    if field:   # a Spec-Bench / MT-bench suite: its per-category table as the field publishes it (Markdown)
+        out.print(f"single stream in {result.settings.suite_layout}'s layout (95% intervals):", soft_wrap=True)
+    for line in field:
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
+    for line in rate_lines(result.rate_points, result.speculative_label):
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
+    for line in trace_lines(result.trace, result.speculative_label):
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
     for line in temperature_lines(result.by_temperature):
         out.print(line, soft_wrap=True, markup=False, highlight=False)
     for warning in result.health:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specgauge.compare.arms import ArmSpec
-from specgauge.load.bench_config import BenchConfig, check_slos
+from specgauge.load.bench_config import BenchConfig, TraceConfig, check_slos
 
 SWEEP_PREFIX = "sweep:c="   # one run per arm and sweep concurrency: "sweep:c=16"
+RATE_PREFIX = "rate:"       # --rates: one open-loop run per arm and rate: "rate:2"
+DEFAULT_RATE_REQUESTS = 32  # requests per open-loop point and arm without --num-requests
 SINGLE_PREFIX = "single:"
 SPLIT_SINGLE_STAGE = "single"   # one single-stream run over a suite file, split by its domain tags
 TEMPERATURE_MARK = "@t="         # a single-stream stage at another than the plan's temperature: "single:coding@t=0.7"
+TRACE_STAGE = "trace"           # compare --trace: both arms replay the trace (ABBA by repeat); the only stage
 DISTRIBUTION_STAGE = "distribution"   # --samples-per-prompt: each of a few prompts sampled N times per arm
 DISTRIBUTION_CONCURRENCY = 8     # its requests in flight per arm (batched: the same distribution, sooner)
 DISTRIBUTION_PROMPTS = 2         # prompts it samples (the first of the first domain's suite, or of --suite)
@@ -74,8 +78,18 @@ class ComparePlan(BaseModel):
     domains: tuple[str, ...] = ("coding", "encyclopedic")
     domain_suites: dict[str, str] = Field(default_factory=dict)   # domain -> suite ref (default: the built-in)
     suite: str | None = None
+    # --suite's single stream: a derived suite of up to num_requests_single prompts per domain tag
+    # (compare/per_domain.py) and its size, one pass of it per round; None: ``suite`` itself
+    single_suite: str | None = None
+    single_requests: int | None = Field(default=None, ge=1)
+    suite_layout: Literal["specbench", "mtbench"] | None = None   # the field's per-category table
     sweep_suite: str | None = None
+    trace: TraceConfig | None = None              # --trace: the trace replayed on both arms, the only stage
+    trace_bin_s: float = Field(default=10.0, gt=0)   # --trace-bin: window of trace seconds
     concurrency: tuple[int, ...] = (1, 4, 16, 64)
+    rates: tuple[float, ...] = ()   # --rates: open-loop points (requests/s), Poisson or gamma as bench's
+    arrival: Literal["poisson", "gamma"] = "poisson"
+    burstiness: float = Field(default=1.0, gt=0)
     num_requests_single: int = Field(default=12, ge=1)
     num_requests_sweep: int | None = Field(default=None, ge=1)   # fixed count per sweep point; else scaled:
     sweep_requests_per_user: int = Field(default=2, ge=1)        # max(sweep_min_requests, this x concurrency)
@@ -127,6 +141,13 @@ class ComparePlan(BaseModel):
             raise ValueError("--temperatures must be >= 0")
         return tuple(sorted(set(values)))
 
+    @field_validator("rates")
+    @classmethod
+    def _positive_rates(cls, values: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not (v > 0 and math.isfinite(v)) for v in values):
+            raise ValueError("--rates must be requests/s > 0")
+        return tuple(sorted(set(values)))
+
     @field_validator("concurrency")
     @classmethod
     def _sorted_levels(cls, values: tuple[int, ...]) -> tuple[int, ...]:
@@ -164,13 +185,17 @@ class ComparePlan(BaseModel):
         return self.temperature if self.temperature > 0 else max(self.temperatures, default=0.0)
 
     def stages(self) -> list[Stage]:
-        """Single-stream stages (per domain and single-stream temperature), the distribution check, the sweep."""
+        """Single-stream stages (per domain and single-stream temperature), the distribution check, the sweep;
+        with ``trace``, the trace replay alone."""
+        if self.trace is not None:
+            return [Stage(name=TRACE_STAGE, suite=self.trace.text_from or "smoke", concurrency=(1,), num_requests=None)]
         stages = []
         for temperature in self.single_temperatures:
             mark = "" if temperature == self.temperature else f"{TEMPERATURE_MARK}{temperature:g}"
             if self.suite is not None:
-                stages.append(Stage(name=SPLIT_SINGLE_STAGE + mark, suite=self.suite, concurrency=(1,),
-                                    num_requests=self.num_requests_single, temperature=temperature))
+                stages.append(Stage(name=SPLIT_SINGLE_STAGE + mark, suite=self.single_suite or self.suite,
+                                    concurrency=(1,), num_requests=self.single_requests or self.num_requests_single,
+                                    temperature=temperature))
             else:
                 stages += [Stage(name=SINGLE_PREFIX + d + mark, suite=self.domain_suites.get(d, d), concurrency=(1,),
                                  num_requests=self.num_requests_single, temperature=temperature)
@@ -184,6 +209,8 @@ class ComparePlan(BaseModel):
         sweep_suite = self.sweep_suite or self.first_suite
         stages += [Stage(name=f"{SWEEP_PREFIX}{c}", suite=sweep_suite, concurrency=(c,),
                          num_requests=self.sweep_requests(c)) for c in self.concurrency]
+        stages += [Stage(name=f"{RATE_PREFIX}{r:g}", suite=sweep_suite, concurrency=(1,),
+                         num_requests=self.num_requests_sweep or DEFAULT_RATE_REQUESTS) for r in self.rates]
         return stages
 
     @property
@@ -203,8 +230,12 @@ class ComparePlan(BaseModel):
         sampling_seed = None
         if stage.seeds_per_arm:   # distinct from every other arm's and round's: independent samples
             sampling_seed = (self.seed * 64 + round_number) * 2 + (arm == "speculative") + 1
-        return BenchConfig(url=url, api=self.api, suite=stage.suite, concurrency=stage.concurrency,
-                           num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
+        trace = self.trace if stage.name == TRACE_STAGE else None
+        rates = (float(stage.name[len(RATE_PREFIX):]),) if stage.name.startswith(RATE_PREFIX) else ()
+        return BenchConfig(url=url, api=self.api, suite=stage.suite,
+                           concurrency=() if trace or rates else stage.concurrency, rates=rates,
+                           arrival=self.arrival, burstiness=self.burstiness,
+                           trace=trace, num_requests=stage.num_requests, warmup=self.warmup, seed=self.seed,
                            max_tokens=stage.max_tokens or self.max_tokens,
                            temperature=self.temperature if stage.temperature is None else stage.temperature,
                            top_p=self.top_p, top_k=self.top_k, sampling_seed=sampling_seed, model=self.model,

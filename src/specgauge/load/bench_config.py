@@ -47,8 +47,41 @@ class PreparedWorkload(BaseModel):
     context_length: int | None = None
     context_source: str | None = None
     left_out: int = 0                          # prompts whose prompt + max_tokens exceed the context
+    trace: TraceReplay | None = None           # a trace replay: what the trace became
     token_counting: str = ""                   # how tokens per chunk are counted
     notes: tuple[str, ...] = ()                # the sentences the terminal prints
+
+
+class TraceConfig(BaseModel):
+    """``bench --trace FILE``: which trace, which part of it, how fast, and how to fill it
+    (:mod:`specgauge.load.traces`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    format: Literal["mooncake", "vllm-timed", "bailian", "burstgpt", "timed-jsonl"] | None = None   # None: detected
+    speed: float = Field(default=1.0, gt=0)                  # X times faster than recorded
+    window: tuple[float, float | None] = (0.0, None)         # trace seconds
+    max_requests: int | None = Field(default=None, ge=1)
+    sort: bool = False
+    fit: Literal["scale", "clip", "skip"] = "scale"
+    text_from: str | None = None                             # a suite: the text of a length-only trace
+
+
+class TraceReplay(BaseModel):
+    """What the trace became (stored with the run): requests, their span, the fit counts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: str
+    requests: int
+    span_s: float                     # first to last send, trace seconds (before --trace-speed)
+    with_output_lengths: bool         # every request has its recorded output length: sent with ignore_eos
+    scaled: int = 0
+    clipped: int = 0
+    skipped: int = 0
+    failed_in_log: int = 0
+    inexact_lengths: int = 0
 
 
 class BenchConfig(BaseModel):
@@ -100,6 +133,7 @@ class BenchConfig(BaseModel):
     goodput: dict[str, float] = Field(default_factory=dict)    # SLO in ms per metric (GOODPUT_METRICS)
     percentile_metrics: tuple[str, ...] = ("ttft", "tpot", "itl")
     metric_percentiles: tuple[float, ...] = (99.0,)
+    trace: TraceConfig | None = None           # replay a timed trace: one open-loop point at its times
     prepared: PreparedWorkload | None = None   # set once, before the first request (load/workload.py)
 
     @field_validator("url")
@@ -159,6 +193,9 @@ class BenchConfig(BaseModel):
             raise ValueError(f"--dataset-name {self.dataset_name} needs --dataset-path FILE")
         if self.dataset_name == "random" and self.dataset_path:
             raise ValueError("--dataset-name random builds its prompts; drop --dataset-path")
+        if self.trace is not None and (self.concurrency or self.rates or self.dataset_name):
+            raise ValueError("--trace replays the trace's own arrival times and requests: drop --concurrency, "
+                             "--rate and --dataset-name")
         if self.arrival == "poisson" and self.burstiness != 1.0:
             raise ValueError("--burstiness needs --arrival gamma (Poisson arrivals have burstiness 1)")
         return self
@@ -172,6 +209,8 @@ class BenchConfig(BaseModel):
                       think_time_ms=self.think_time_ms, think_time_distribution=self.think_time_distribution,
                       top_p=self.top_p, top_k=self.top_k,
                       sampling_seed=self.seed if self.sampling_seed is None else self.sampling_seed)
+        if self.trace is not None:
+            return [self._trace_spec(common)]
         closed = self.concurrency or (() if self.rates else (self.max_concurrency or 1,))
         if self.max_concurrency is not None:
             closed = tuple(dict.fromkeys(min(c, self.max_concurrency) for c in closed))
@@ -183,6 +222,20 @@ class BenchConfig(BaseModel):
                             num_requests=self._count(DEFAULT_OPEN_LOOP_REQUESTS), **common)
                   for r in self.rates]
         return specs
+
+    def _trace_spec(self, common: dict) -> PointSpec:
+        """The replay's one point: its requests at their trace times / ``trace.speed``; before the
+        trace is read (``prepared`` unset), a stand-in with the same settings."""
+        replay = self.prepared.trace if self.prepared is not None else None
+        if replay is None:
+            return PointSpec(mode="open", rate=1.0, max_concurrency=self.max_concurrency, trace_speed=self.trace.speed,
+                             num_requests=self.num_requests or self.trace.max_requests or 1, **common)
+        span = replay.span_s / self.trace.speed
+        rate = (replay.requests - 1) / span if span > 0 and replay.requests > 1 else float(replay.requests)
+        count = min(replay.requests, self.num_requests or replay.requests)
+        return PointSpec(mode="open", rate=round(rate, 6), max_concurrency=self.max_concurrency,
+                         trace_speed=self.trace.speed, num_requests=count,
+                         **{**common, "ignore_eos": self.ignore_eos or replay.with_output_lengths})
 
     def _count(self, default: int) -> int | None:
         if self.num_requests is not None:

@@ -17,6 +17,7 @@ from specgauge.client.endpoint import API_NAMES  # light module: no aiohttp at i
 from specgauge.errors import UserError
 from specgauge.tokenizer_option import TokenizerPath
 from specgauge.load.peer_flags import PEER_RUN_OPTIONS, PeerFlagsCommand, peer_options
+from specgauge.load.trace_options import TRACE_OPTION_NAMES, trace_config, trace_options
 from specgauge.load.workers.options import placement_from, placement_options
 from specgauge.output_paths import check_output_file
 
@@ -24,7 +25,7 @@ from specgauge.output_paths import check_output_file
 RUN_DEFINING_OPTIONS = ("url", "api", "suite", "concurrency", "rate", "num_requests", "requests_per_user",
                         "min_requests", "duration", "arrival", "burstiness", "max_concurrency", "warmup", "seed",
                         "max_tokens", "temperature", "top_p", "top_k", "model", "tokenizer", "max_error_rate",
-                        "think_time_ms", "think_time_distribution") + PEER_RUN_OPTIONS
+                        "think_time_ms", "think_time_distribution") + PEER_RUN_OPTIONS + TRACE_OPTION_NAMES
 
 
 def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
@@ -68,6 +69,7 @@ def _print_run(store, run_id: int, *, to_stderr: bool) -> None:
 @click.option("--output-json", metavar="FILE", help="write the run as JSON ('-' for stdout)")
 @db_option
 @click.option("--resume", "resume_run_id", type=int, metavar="RUN_ID", help="finish an interrupted run")
+@trace_options
 @placement_options
 @peer_options
 @click.pass_context
@@ -141,10 +143,15 @@ def _prepare_new_run(options: dict, headers: tuple[tuple[str, str], ...], placem
             temperature=options["temperature"], top_p=options["top_p"], top_k=options["top_k"],
             model=options["model"], api_key=options["api_key"], insecure=options["insecure"],
             headers=headers, tokenizer_path=options["tokenizer"], max_error_rate=options["max_error_rate"],
-            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"])
+            think_time_ms=options["think_time_ms"], think_time_distribution=options["think_time_distribution"],
+            trace=trace_config(options))
     except ValidationError as exc:
         raise one_line_validation_error(exc) from None
     load_suite(config.suite)  # an unknown suite fails before the store file is created
+    if config.trace is not None:   # a bad trace line or text suite: one line, before the server is contacted
+        from specgauge.load.traces.check import check_trace
+
+        check_trace(config.trace)
     if config.tokenizer_path:  # not a tokenizer file: one line before any run is created
         from specgauge.client.tokens import load_tokenizer
 

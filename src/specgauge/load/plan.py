@@ -10,7 +10,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Iterator, Literal, Sequence
 
 from specgauge.client.endpoint import Endpoint, Timeouts  # re-exported: the runner's contract
 from specgauge.client.sampling import Sampling, request_seed
@@ -56,6 +56,9 @@ class PointSpec:
     top_p: float | None = None   # None: not sent (the server's default)
     top_k: int | None = None
     sampling_seed: int | None = None   # at temperature > 0, request i sends seed request_seed(this, i)
+    # a trace replay (load/traces): request i is the suite's request i, sent at its trace time / this
+    # (X times faster than recorded); ``rate`` is then the replay's mean rate, for the pool and reports
+    trace_speed: float | None = None
 
     def __post_init__(self) -> None:
         if self.mode == "closed":
@@ -89,6 +92,9 @@ class PointSpec:
                             f"(fixed, exponential or uniform)")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise UserError(f"top-p must be in (0, 1] (got {self.top_p})")
+        if self.trace_speed is not None and (self.mode != "open" or not (self.trace_speed > 0
+                                                                           and math.isfinite(self.trace_speed))):
+            raise UserError(f"a trace replay is an open-loop point with a speed > 0 (got {self.trace_speed})")
         if self.top_k is not None and self.top_k < -1:
             raise UserError(f"top-k must be >= 1, or 0 or -1 for no cut (got {self.top_k})")
 
@@ -163,9 +169,17 @@ def arrival_offsets(rate: float, count: int, *, arrival: str = "poisson", bursti
     return offsets
 
 
-def plan_requests(spec: PointSpec, num_prompts: int) -> Iterator[PlannedRequest]:
+def plan_requests(spec: PointSpec, num_prompts: int,
+                  trace_times: Sequence[float] | None = None) -> Iterator[PlannedRequest]:
     """All measured slots of ``spec`` (warm-up excluded), in send order, generated lazily (a
-    closed-loop point bounded only by its duration has no fixed length)."""
+    closed-loop point bounded only by its duration has no fixed length). A trace replay
+    (``spec.trace_speed``): slot i is prompt i at ``trace_times[i] / trace_speed``, in trace order."""
+    if spec.trace_speed is not None:
+        if trace_times is None or len(trace_times) != num_prompts:
+            raise UserError("a trace replay needs the trace suite's times (build_info.trace.times_s), "
+                            "one per request")
+        count = min(num_prompts, spec.num_requests or num_prompts)
+        return (PlannedRequest(i, i, trace_times[i] / spec.trace_speed) for i in range(count))
     order = iter_prompt_order(spec.seed, num_prompts)
     if spec.mode == "open":
         count = spec.planned_count

@@ -23,6 +23,7 @@ from specgauge.client.server_metrics import SpecCounters, counters_between, scra
 from specgauge.load.outage import OutageGuard
 from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
 from specgauge.load.sessions import SessionEnds, run_session, think_time_s
+from specgauge.load.traces.replay import suite_trace_times
 from specgauge.suites.model import Suite
 
 T = TypeVar("T")
@@ -153,9 +154,10 @@ async def _open_loop(group: asyncio.TaskGroup, one, guard: OutageGuard, spec: Po
         scheduled_ns = window_start_ns + int(item.offset_s * 1e9)
         if deadline_ns is not None and scheduled_ns >= deadline_ns:
             return
-        delay_s = (scheduled_ns - perf_counter_ns()) / 1e9
-        if delay_s > 0:
-            await asyncio.sleep(delay_s)
+        # uvloop's timers count whole milliseconds, so a sleep can end up to ~1 ms early: sleep
+        # again, then yield the last fraction, so that no request goes out before its time
+        while (early_ns := scheduled_ns - perf_counter_ns()) > 0:
+            await asyncio.sleep(early_ns / 1e9 if early_ns > 1_000_000 else 0)
         if guard.probing:
             await guard.wait_clear()
         if limit is not None:
@@ -182,7 +184,9 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
     if endpoint.model is None and endpoint.api != "sglang":
         endpoint = dataclasses.replace(endpoint, model=await detect_model(endpoint))
     num_prompts = len(suite.requests)
-    items = (item for item in plan_requests(spec, num_prompts) if item.request_index not in skip_request_indices)
+    trace_times = suite_trace_times(suite) if spec.trace_speed is not None else None
+    items = (item for item in plan_requests(spec, num_prompts, trace_times)
+             if item.request_index not in skip_request_indices)
     connect_ms: list[float] = []
     session_ends = SessionEnds()
     async with open_session(timeouts, connect_ms, insecure=endpoint.insecure) as session:
@@ -190,7 +194,7 @@ async def run_point(endpoint: Endpoint, suite: Suite, spec: PointSpec, *,
         if spec.warmup_requests:
             warm_order = prompt_order(spec.seed + WARMUP_SEED_OFFSET, num_prompts, spec.warmup_requests)
             warm_items = [PlannedRequest(-1 - i, p) for i, p in enumerate(warm_order)]
-            warm_spec = dataclasses.replace(spec, mode="closed", concurrency=spec.pool_size,
+            warm_spec = dataclasses.replace(spec, mode="closed", concurrency=spec.pool_size, trace_speed=None,
                                             num_requests=len(warm_items), duration_s=None)
             await execute_plan(session, endpoint, suite, warm_spec, warm_items, on_record=None,
                                timeouts=timeouts, window_start_ns=perf_counter_ns(), deadline_ns=None)

@@ -26,7 +26,7 @@ from specgauge.client.prompts import chat_template, prompt_text
 from specgauge.client.server_model import ServerModel, describe_server_model
 from specgauge.client.tokens import load_tokenizer
 from specgauge.errors import UserError
-from specgauge.load.bench_config import DEFAULT_OPEN_LOOP_REQUESTS, BenchConfig, PreparedWorkload
+from specgauge.load.bench_config import DEFAULT_OPEN_LOOP_REQUESTS, BenchConfig, PreparedWorkload, TraceReplay
 from specgauge.suites.model import ChatMessage, Suite, SuiteRequest, write_suite_jsonl
 from specgauge.suites.registry import load_suite
 
@@ -160,6 +160,8 @@ async def prepare_workload(config: BenchConfig, endpoint: Endpoint, work_dir: Pa
         tokenizer_path, tokenizer_source = server.tokenizer_path, server.tokenizer_source
     if tokenizer_path:
         load_tokenizer(tokenizer_path)   # a bad file: one line, before anything is sent
+    if config.trace is not None:
+        return _prepare_trace(config, server, tokenizer_path, tokenizer_source, work_dir)
     if config.dataset_name is not None:
         suite = _dataset_suite(config, tokenizer_path)
         requested = f"--dataset-name {config.dataset_name}" + (f" {config.dataset_path}" if config.dataset_path else "")
@@ -177,3 +179,47 @@ async def prepare_workload(config: BenchConfig, endpoint: Endpoint, work_dir: Pa
                                 context_length=server.context_length, context_source=server.context_source,
                                 left_out=left_out, token_counting=counting, notes=tuple(notes))
     return config.model_copy(update={"suite": suite_ref, "tokenizer_path": tokenizer_path, "prepared": prepared})
+
+
+def _prepare_trace(config: BenchConfig, server: ServerModel, tokenizer_path: str | None,
+                   tokenizer_source: str | None, work_dir: Path) -> BenchConfig:
+    """``--trace``: the selected trace requests as a derived suite with their trace times, lengths
+    fitted to the server's context by ``--trace-fit`` (:mod:`specgauge.load.traces.replay`)."""
+    from specgauge.load.traces.formats import detect_format
+    from specgauge.load.traces.replay import TraceSource, build_trace
+    from specgauge.load.traces.selection import TraceSelection
+
+    trace = config.trace
+    fmt = trace.format or detect_format(trace.path)
+    tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path else None
+    templated = bool(tokenizer_path) and chat_template(tokenizer_path) is not None
+    count_tokens = overhead = None
+    if tokenizer is not None:
+        def count_tokens(request: SuiteRequest) -> int:
+            return _prompt_tokens(tokenizer, tokenizer_path, request, config.api, templated)
+
+        probe = SuiteRequest(prompt="x", max_tokens=1)
+        overhead = max(0, count_tokens(probe) - len(tokenizer.encode("x", add_special_tokens=False).ids))
+    source = TraceSource(path=trace.path, fmt=fmt, selection=TraceSelection(trace.window, trace.max_requests,
+                                                                          trace.sort),
+                         fit=trace.fit, text_from=trace.text_from)
+    built = build_trace(source, tokenizer=tokenizer, context=server.context_length, count_tokens=count_tokens,
+                        served_overhead=overhead or 0)
+    template = _chat_template_choice(config, built.suite, tokenizer_path)
+    notes = list(built.notes)
+    if template is not None:
+        notes.append(f"chat template: {template}")
+    if overhead:
+        notes.append(f"trace prompt lengths count the {overhead} tokens the chat template adds")
+    counts = built.counts
+    replay = TraceReplay(format=fmt, requests=len(built.suite.requests),
+                         span_s=max(built.times_s) - min(built.times_s), with_output_lengths=built.with_output_lengths,
+                         scaled=counts.scaled, clipped=counts.clipped, skipped=counts.skipped,
+                         failed_in_log=counts.failed_in_log, inexact_lengths=built.inexact_lengths)
+    prepared = PreparedWorkload(requested_suite=f"--trace {trace.path} ({fmt})", tokenizer_source=tokenizer_source,
+                                chat_template=template, context_length=server.context_length,
+                                context_source=server.context_source, left_out=counts.skipped,
+                                token_counting=_token_counting(config.api, tokenizer_source), notes=tuple(notes),
+                                trace=replay)
+    return config.model_copy(update={"suite": write_derived_suite(built.suite, work_dir),
+                                     "tokenizer_path": tokenizer_path, "prepared": prepared})

@@ -39,6 +39,9 @@ def ratio_with_ci(ratio: float | None, ci_low: float | None, ci_high: float | No
 
 def describe_point(spec: dict) -> str:
     """A short label for a stored point spec: ``c=8`` or ``rate=2/s`` (``≤16`` when capped)."""
+    if spec.get("mode") == "open" and spec.get("trace_speed") is not None:
+        cap = f" ≤{spec['max_concurrency']}" if spec.get("max_concurrency") else ""
+        return f"trace x{spec['trace_speed']:g}{cap}"
     if spec.get("mode") == "open":
         cap = f" ≤{spec['max_concurrency']}" if spec.get("max_concurrency") else ""
         return f"rate={spec.get('rate'):g}/s{cap}"

@@ -330,6 +330,37 @@ def _accept_by_temperature(data: ReportData) -> Plot:
     return Plot(name, title, figure)
 
 
+def _trace_timeline(data: ReportData) -> Plot:
+    """``compare --trace``: each arm's TPOT p50 per window of trace time, the baseline arm's requests
+    in flight behind them, and the windows where speculation cost (TPOT ratio's interval above 1) shaded."""
+    name, title = "trace_timeline", "The trace on both arms: TPOT and load over trace time"
+    trace = data.comparison.trace if data.comparison is not None else None
+    if trace is None or not trace.windows:
+        return _no_data(name, title, "no trace replayed")
+    figure, axes = _figure()
+    load = axes.twinx()
+    mids = [(w.start_s + w.end_s) / 2 for w in trace.windows]
+    load.bar(mids, [w.baseline_in_flight for w in trace.windows], width=trace.bin_s * 0.9, color="#cccccc",
+             alpha=0.5, label="in flight (baseline)")
+    load.set_ylabel("requests in flight")
+    load.grid(False)
+    for w in trace.windows:
+        if w.tpot_ratio.ci_low is not None and w.tpot_ratio.ci_low > 1:
+            axes.axvspan(w.start_s, w.end_s, color=CROSSOVER_COLOUR, alpha=0.12, linewidth=0)
+    for label, values, colour in (("baseline", [w.baseline_tpot_p50_ms for w in trace.windows], BASELINE_COLOUR),
+                                  (data.comparison.speculative_label,
+                                   [w.speculative_tpot_p50_ms for w in trace.windows], SPECULATIVE_COLOUR)):
+        points = [(x, v) for x, v in zip(mids, values) if v is not None]
+        axes.plot([x for x, _ in points], [v for _, v in points], marker="o", color=colour, label=f"TPOT p50, {label}")
+    axes.set_zorder(load.get_zorder() + 1)
+    axes.patch.set_visible(False)
+    axes.set_xlabel(f"trace time (s; windows of {trace.bin_s:g} s; shaded: speculation cost)")
+    axes.set_ylabel("TPOT p50 (ms / token)")
+    axes.set_title(title)
+    axes.legend(loc="upper left")
+    return Plot(name, title, figure)
+
+
 PLOT_BUILDERS: dict[str, Callable[[ReportData], Plot]] = {
     "throughput": _throughput,
     "speedup": _speedup,
@@ -350,13 +381,15 @@ def plot_names(data: ReportData) -> tuple[str, ...]:
     only with ``--temperatures``); no speedup panel for one run."""
     if data.comparison is None:
         return ONE_ARM_PLOTS
+    if data.comparison.trace is not None:   # a trace comparison has no sweep: its timeline is the figure
+        return ("trace_timeline",)
     return tuple(PLOT_BUILDERS) + (TEMPERATURE_PLOTS if data.comparison.by_temperature else ())
 
 
 def build_plots(data: ReportData) -> list[Plot]:
     """Every panel of the report, in display order."""
     builders = {**PLOT_BUILDERS, "speedup_by_temperature": _speedup_by_temperature,
-                "accept_by_temperature": _accept_by_temperature}
+                "accept_by_temperature": _accept_by_temperature, "trace_timeline": _trace_timeline}
     with _style():
         return [builders[name](data) for name in plot_names(data)]
 

@@ -169,7 +169,18 @@ def run_notes(run: RunRow, points: list[PointRow]) -> list[str]:
               if (workers := (point.aggregates or {}).get("workers"))]
     lines += [f"note: {describe_point(point.spec)}: {note}" for point in points
               for note in (point.aggregates or {}).get("session_notes") or ()]
+    lines += [f"note: {describe_point(point.spec)}: {trace_lag_line(point)}" for point in points
+              if point.spec.get("trace_speed") is not None and point.aggregates]
     return lines
+
+
+def trace_lag_line(point: PointRow) -> str:
+    """A trace replay's client lag (send time − scaled trace time), stored per request as send lag."""
+    lag = (point.aggregates or {}).get("send_lag_ms") or {}
+    if not lag.get("count"):
+        return "no send lag recorded"
+    return (f"replayed {lag['count']} requests at their trace times / {point.spec['trace_speed']:g}; client lag "
+            f"(send - trace time) p50 {lag['p50']:.2f} ms, p90 {lag['p90']:.2f} ms, p99 {lag['p99']:.2f} ms")
 
 
 def workers_line(workers: list[dict]) -> str:

@@ -11,6 +11,7 @@ from rich.text import Text
 from specgauge.report.formatting import number, ratio_outcome, ratio_with_ci
 from specgauge.report.report_data import ReportData
 from specgauge.report.report_text import crossover_sentence, headline, recommendation_lines
+from specgauge.report.trace_table import trace_lines
 
 OUTCOME_STYLES = {"better": "bold green", "worse": "bold red", "unclear": ""}
 
@@ -58,6 +59,8 @@ def verdict_renderable(data: ReportData) -> Group:
     """Everything the terminal shows for a report: tables, then the verdict lines in bold."""
     if data.comparison is None:  # one run: its table is the bench part's run_table; add the headline
         return Group(*[Text(line, style="bold") for line in headline(data)])
+    if data.comparison.trace is not None:   # compare --trace: the windows are the result (no sweep to read)
+        return Group(*[Text(line) for line in trace_lines(data.comparison.trace, data.comparison.speculative_label)])
     parts: list = [single_stream_table(data), sweep_table(data)]
     parts += [Text(line, style="bold") for line in headline(data)]
     parts.append(Text(f"crossover: {crossover_sentence(data)}"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from specgauge.errors import UserError
 from specgauge.load.plan import PlannedRequest, PointSpec, plan_requests, prompt_order
@@ -75,10 +75,11 @@ class WorkerShare:
             return self.first_user <= user < self.first_user + int(self.spec.concurrency or 1)
         return request_index % self.workers == self.worker
 
-    def slots(self, num_prompts: int, skip: frozenset[int] = frozenset()) -> Iterator[PlannedRequest]:
+    def slots(self, num_prompts: int, skip: frozenset[int] = frozenset(),
+              trace_times: Sequence[float] | None = None) -> Iterator[PlannedRequest]:
         """This worker's slots of the point's plan, in send order (lazily: a duration-bounded
-        closed loop has no end)."""
-        return (item for item in plan_requests(self.point, num_prompts)
+        closed loop has no end). A trace replay: every worker keeps each of its slots' trace time."""
+        return (item for item in plan_requests(self.point, num_prompts, trace_times)
                 if self.owns(item.request_index) and item.request_index not in skip)
 
     def warmup(self, num_prompts: int) -> list[PlannedRequest]:

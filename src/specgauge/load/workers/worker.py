@@ -23,6 +23,7 @@ from specgauge.client.records import RequestRecord
 from specgauge.client.session import gc_frozen, open_session, warm_pool
 from specgauge.client.tokens import load_tokenizer
 from specgauge.errors import UserError
+from specgauge.load.traces.replay import suite_trace_times
 from specgauge.load.outage import ServerDown
 from specgauge.load.runner import execute_plan
 from specgauge.load.workers.split import WorkerShare
@@ -124,7 +125,8 @@ class PointWorker:
         await warm_pool(self._session, task.endpoint, task.share.pool_size, task.timeouts)
         warm_items = task.share.warmup(len(task.suite.requests))
         if warm_items:
-            warm_spec = dataclasses.replace(task.share.spec, mode="closed", concurrency=task.share.pool_size,
+            warm_spec = dataclasses.replace(task.share.spec, mode="closed", trace_speed=None,
+                                            concurrency=task.share.pool_size,
                                             num_requests=len(warm_items), duration_s=None, rate=None,
                                             max_concurrency=None)
             await execute_plan(self._session, task.endpoint, task.suite, warm_spec, warm_items, on_record=None,
@@ -146,7 +148,8 @@ class PointWorker:
         """Measure this worker's slots from now (its own clock; GC frozen since :meth:`prepare`),
         sampling the event loop's lag."""
         task, share = self.task, self.task.share
-        items = share.slots(len(task.suite.requests), task.skip)
+        trace_times = suite_trace_times(task.suite) if share.point.trace_speed is not None else None
+        items = share.slots(len(task.suite.requests), task.skip, trace_times)
         loop_lag_ms: list[float] = []
         monitor = asyncio.ensure_future(_sample_loop_lag(loop_lag_ms))
         sent = 0
