@@ -148,7 +148,9 @@ def _generated_rows_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return rowwise_attention(q[:, :, prompt:], k, v, mask)
 
 
-INPLACE_MAX_ROWS = 16  # without batch invariance, groups of up to this many rows (decodes, verifies) read in place
+# Without batch invariance, cached groups of up to this many rows read the pool in place: decodes
+# and verifies; longer prefill chunks keep SDPA's blocked form.
+INPLACE_MAX_ROWS = 16
 
 
 def inplace_rows(group: "AttentionGroup", invariant: bool) -> int:
@@ -157,7 +159,7 @@ def inplace_rows(group: "AttentionGroup", invariant: bool) -> int:
     Batch-invariant: every generated row (all rows past the prompt rows, which stay in
     position-aligned SDPA blocks), so a decode, a verify row and a recomputed output token all
     get the kernel's bits. Otherwise: the rows of a cached group of at most ``INPLACE_MAX_ROWS``
-    (decodes and verifies; prefill chunks keep SDPA, which shares each key load across rows).
+    rows (decodes and verifies; longer prefill chunks keep SDPA).
     """
     if invariant:
         return group.q_len - group.prompt_rows
