@@ -10,7 +10,9 @@ in-process :class:`Engine` (``--threads`` compute threads); then windows of ``--
 steps run with the attention path alternating (gather, in-place, gather, in-place, ... for
 ``--rounds`` rounds; ``paged_kernel.select_path``), so both paths decode the same requests at
 nearly the same contexts, and the machine's drift falls on both. Printed per row: decode tok/s of
-each path and their ratio, and each path's shares of a step's time:
+each path and their ratio, each path's time per step and their ratio (the fair comparison for
+eagle3, whose tokens per step vary with acceptance from window to window), and each path's
+shares of a step's time:
 
 * ``attn``: the target's attention (``paged_attention``: the K/V write, gather and SDPA or the kernel);
 * ``gather``: the part of ``attn`` in ``index_select`` (whole blocks out of the pool);
@@ -19,8 +21,11 @@ each path and their ratio, and each path's shares of a step's time:
 * ``draft``: the EAGLE-3 head's drafting;
 * ``python``: the rest of the step (scheduling, batch layout, bookkeeping).
 
-Timers wrap those functions (``time.perf_counter``; CPU work is synchronous), so the shares add
-to 1 with ``python`` as the remainder; ``index_select`` is wrapped only while the target attends.
+Timers wrap those functions, so the shares add to 1 with ``python`` as the remainder;
+``index_select`` is wrapped only while the target attends. By default they read this thread's
+CPU time (``time.thread_time``: with 1 compute thread the engine's work all runs on it, and time
+other jobs take from the machine is not counted; tok/s is then per CPU-second); ``--clock wall``
+reads ``time.perf_counter`` (needed with ``--threads`` above 1).
 ``verify/plain`` (the eagle3 arm) is the target forward of a speculative step over a plain
 step's at the same stream count and path. The machine may be shared: figures are noisy; only
 ratios from one run compare.
@@ -54,16 +59,17 @@ from benchkit.length_prompts import prompt_of_length  # noqa: E402
 PARTS = ("attn", "gather", "matmul+", "sample", "draft", "python")
 TIMES: dict[str, float] = dict.fromkeys(("attn", "gather", "forward", "sample", "draft"), 0.0)
 INSIDE_ATTENTION = [False]
+CLOCK = [time.thread_time]  # --clock: this thread's CPU time (the default) or wall time
 
 
 def timed(key: str, fn):
     """``fn`` with its time added to ``TIMES[key]``."""
     def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+        start = CLOCK[0]()
         try:
             return fn(*args, **kwargs)
         finally:
-            TIMES[key] += time.perf_counter() - start
+            TIMES[key] += CLOCK[0]() - start
     return wrapper
 
 
@@ -83,9 +89,9 @@ def install_timers() -> None:
     def gather(self, *args, **kwargs):
         if not INSIDE_ATTENTION[0]:
             return index_select(self, *args, **kwargs)
-        start = time.perf_counter()
+        start = CLOCK[0]()
         out = index_select(self, *args, **kwargs)
-        TIMES["gather"] += time.perf_counter() - start
+        TIMES["gather"] += CLOCK[0]() - start
         return out
 
     torch.Tensor.index_select = gather
@@ -112,10 +118,10 @@ def window(engine: Engine, steps: int) -> tuple[int, float, dict[str, float]]:
     for key in TIMES:
         TIMES[key] = 0.0
     produced = 0
-    start = time.perf_counter()
+    start = CLOCK[0]()
     for _ in range(steps):
         produced += sum(len(u.new_token_ids) for u in engine.step())
-    return produced, time.perf_counter() - start, dict(TIMES)
+    return produced, CLOCK[0]() - start, dict(TIMES)
 
 
 def shares(parts: dict[str, float], seconds: float) -> dict[str, float]:
@@ -160,10 +166,17 @@ def main() -> None:
     parser.add_argument("--draft-steps", type=int, default=3, help="the eagle3 arm's chain of drafts")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--suite", default="coding")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="time steps by this thread's CPU time (default: robust to a shared machine "
+                             "while the engine computes on 1 thread) or by wall time")
     args = parser.parse_args()
+    if args.clock == "wall":
+        CLOCK[0] = time.perf_counter
+    elif args.threads != 1:
+        parser.error("--clock cpu times the calling thread only: use it with --threads 1, or --clock wall")
     levels = [int(s) for s in args.streams.split(",")]
     install_timers()
-    print(f"torch {torch.__version__}, {args.threads} thread(s); in-place kernel: "
+    print(f"torch {torch.__version__}, {args.threads} thread(s), {args.clock} clock; in-place kernel: "
           f"{paged_kernel.attention_path(torch.float32)}; context {args.context} tokens, "
           f"{args.rounds} x {args.steps} decode steps per path and row")
     for name in args.model.split(","):
@@ -181,8 +194,11 @@ def main() -> None:
                 prompts = [prompt_of_length(engine.tokenizer, suite.requests, args.context, i) for i in range(streams)]
                 res = measure(engine, prompts, streams, tokens, args.steps, args.rounds)
                 rate = {p: r["tokens"] / r["seconds"] for p, r in res.items()}
+                step_ms = {p: 1e3 * r["seconds"] / r["steps"] for p, r in res.items()}
                 line = (f"{name:13s} {arm:6s} {streams:3d} streams  tok/s gather {rate['gather']:8.1f}  in-place "
-                        f"{rate['inplace']:8.1f}  x{rate['inplace'] / rate['gather']:.2f}")
+                        f"{rate['inplace']:8.1f}  x{rate['inplace'] / rate['gather']:.2f}   ms/step gather "
+                        f"{step_ms['gather']:7.1f}  in-place {step_ms['inplace']:7.1f}  "
+                        f"x{step_ms['gather'] / step_ms['inplace']:.2f}")
                 for path in ("gather", "inplace"):
                     r = res[path]
                     share = shares(r["parts"], r["seconds"])
