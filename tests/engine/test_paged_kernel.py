@@ -167,3 +167,32 @@ def test_paged_attention_in_place_agrees_with_the_gather_path(kernel):
 def test_a_wrong_path_name_is_refused():
     with pytest.raises(ValueError, match="inplace, gather"):
         paged_kernel.select_path("fast")
+
+
+def test_a_failed_build_falls_back_to_the_gather_path(monkeypatch, tmp_path):
+    """No kernel (here: its source is missing): attention gathers, and the path says why."""
+    monkeypatch.setattr(paged_kernel, "_state", {"path": None, "module": None, "error": None, "loaded": False})
+    monkeypatch.setattr(paged_kernel, "SOURCE", tmp_path / "missing.cpp")
+    monkeypatch.delenv(paged_kernel.ENV, raising=False)
+    assert paged_kernel.load() is None
+    assert paged_kernel.kernel() is None
+    line = paged_kernel.attention_path(torch.float32)
+    assert line.startswith("gather (in-place kernel unavailable: ") and "missing.cpp" in line
+    n_kv, n_q = 2, 4
+    k_pool, v_pool = pool(n_kv)
+    group, _, slots = build_group(0, 1, [20, 7], tables_for([21, 8]), BLOCK, torch.device("cpu"))
+    from specgauge.engine.core.kv_cache import ForwardBatch
+
+    batch = ForwardBatch(torch.zeros(2, dtype=torch.long), torch.zeros(2, dtype=torch.long), slots, [group],
+                         torch.arange(2))
+    generator = torch.Generator().manual_seed(9)
+    q, k, v = (torch.randn(2, heads, HEAD, generator=generator) for heads in (n_q, n_kv, n_kv))
+    out = paged_attention(q, k, v, k_pool, v_pool, batch, BLOCK, torch.float32)
+    assert out.shape == (2, n_q * HEAD) and group.inplace_mask is None  # the kernel's mask was never built
+
+
+def test_the_environment_selects_the_gather_path(monkeypatch):
+    monkeypatch.setattr(paged_kernel, "_state", {"path": None, "module": None, "error": None, "loaded": False})
+    monkeypatch.setenv(paged_kernel.ENV, "gather")
+    assert paged_kernel.kernel() is None
+    assert paged_kernel.attention_path(torch.float32) == f"gather (selected by {paged_kernel.ENV})"
