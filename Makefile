@@ -30,6 +30,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[engine,test]'
+	# the engine's in-place paged attention kernel, built ahead of use (a failed build: the gather path)
+	$(PY) -m specgauge.engine.models.paged_kernel || true
 	touch $(STAMP)
 
 venv: $(STAMP)

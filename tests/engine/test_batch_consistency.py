@@ -42,3 +42,20 @@ def test_alone_equals_inside_a_busy_batch(engine_factory):
     assert all(len(t) == 40 for t in busy)
     assert engine.scheduler.num_preemptions > 0, "the test meant to exercise preemption"
     wait_idle(engine)
+
+
+def test_alone_equals_inside_a_batch_of_64(engine_factory):
+    """64 requests decoding together (the widest decode attention over the pool) give each the
+    tokens it gets alone."""
+    engine = engine_factory(max_running=64, max_tokens_per_step=512, block_size=4, num_blocks=1200,
+                            max_model_len=192)
+    engine.start()
+    tok = engine.tokenizer
+    texts = ["def add(a, b):", "The quick brown fox jumps over the lazy dog.", "x", "class Stack:",
+             "Speculative decoding drafts tokens and verifies them", "{\"tool\": \"search\"}", "r\u00e9sum\u00e9"]
+    prompts = [tok.encode(f"{texts[i % len(texts)]} {i}") for i in range(64)]
+    alone = [generate_all(engine, [p], 24)[0][0] for p in prompts[:4]]
+    busy, reasons = generate_all(engine, prompts, 24)
+    assert set(reasons.values()) == {"length"}
+    assert busy[:4] == alone
+    wait_idle(engine)

@@ -25,6 +25,7 @@ def test_engine_process_serves_and_stops_cleanly(tiny_model_dir):
         compute = next(line for line in proc.log_tail.splitlines() if line.startswith("computing in "))
         assert compute.startswith(f"computing in {info['dtype']} (weights {info['weight_packing']}), attention in ")
         assert f"batch-invariant {'yes' if info['batch_invariant'] else 'no'}, 1 thread(s)" in compute
+        assert compute.endswith(f"KV pool read {info['paged_attention']}")
         process = proc.process
     assert process.poll() is not None
     assert process.returncode in (0, -15)

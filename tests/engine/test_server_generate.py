@@ -67,6 +67,7 @@ def test_server_info_health_and_metrics(server):
         assert state["kv_blocks_total"] == server.engine.blocks.num_blocks
         assert "avg_spec_accept_length" in state
         assert info["batch_invariant"] is server.engine.model.batch_invariant
+        assert info["paged_attention"] == server.engine.model.attention_path  # "in-place paged" or "gather (why)"
         assert info["dtype"] in ("float32", "bfloat16")
         # fp32-trained weights stay dense in fp32; bf16 compute reorders them for oneDNN where it can
         expected = "onednn" if info["dtype"] == "bfloat16" and onednn_packing_supported() else "none"

@@ -1,6 +1,6 @@
 """Losslessness first: greedy speculative output equals plain greedy output, token for token.
 
-200+ prompts across domains, batch sizes 1 to 32, chain and tree, EAGLE-3 (random-weight
+200+ prompts across domains, batch sizes 1 to 64, chain and tree, EAGLE-3 (random-weight
 head: losslessness does not depend on its quality) and n-gram, with speculation switched off
 and on mid-request (``disable_above`` as the batch drains, adaptive k); plus EOS, stop strings
 and ``max_tokens`` landing inside an accepted run. Every engine's KV pool is checked whole.
@@ -84,6 +84,21 @@ def test_greedy_speculative_equals_plain_at_batch_up_to_32(name, tiny_model_dir,
         assert 0 in proposed and max(proposed) > 0
     if name.startswith("ngram"):  # the n-gram drafter gets real acceptance on repetitive text
         assert snapshot["avg_spec_accept_length"] > 1.1
+
+
+@pytest.mark.parametrize("name", ["eagle-chain", "ngram-chain"])
+def test_greedy_speculative_equals_plain_at_64_streams(name, tiny_model_dir, head_dir, prompts, reference):
+    """64 requests in flight (decode attention over the pool at its widest batch; verify rows of
+    64 sequences in one group): the same tokens as plain greedy."""
+    spec = dict(CONFIGS[name])
+    if spec["algorithm"] == "EAGLE3":
+        spec["draft_model_path"] = str(head_dir)
+    plain, _, _ = run(tiny_model_dir, prompts, lengths(len(prompts)), max_running=64)
+    assert plain == reference, "plain greedy at 64 streams differs from plain greedy at 32"
+    tokens, _, snapshot = run(tiny_model_dir, prompts, lengths(len(prompts)), max_running=64, **spec)
+    mismatched = [i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b]
+    assert not mismatched, f"{len(mismatched)} outputs differ from plain greedy, first {mismatched[:5]}"
+    assert snapshot["spec_num_verifies"] > 0
 
 
 def test_greedy_speculative_equals_plain_one_request_at_a_time(tiny_model_dir, head_dir, prompts, reference):

@@ -67,6 +67,11 @@ class AttentionGroup:
     # One member whose blocks are consecutive in the pool: the first of them (its keys are then a
     # view of the pool, not a gather); None otherwise.
     first_block: int | None = None
+    # A fresh group's block table (B, nb): its keys are its own tokens, but they are in the pool by
+    # the time it attends, so the in-place kernel (attention.paged_attention) can read them there.
+    pool_table: torch.Tensor | None = None
+    # The (B, Tq', Tk) fp32 mask of the rows the in-place kernel attends, built on the first layer.
+    inplace_mask: torch.Tensor | None = None
 
     @property
     def fresh(self) -> bool:
@@ -138,7 +143,7 @@ def build_group(token_start: int, q_len: int, context_lens: list[int], block_tab
     positions = ctx + (depths if depths.dim() == 2 else depths.unsqueeze(0))  # (B, Tq) RoPE positions
     if max(context_lens) == 0 and tree_mask is None:
         group = AttentionGroup(token_start, token_start + batch * q_len, batch, q_len, None, None,
-                               prompt_rows=prompt_rows)
+                               prompt_rows=prompt_rows, pool_table=table.to(device))
     else:
         keys = torch.arange(max_blocks * block_size).view(1, 1, -1)  # (1, 1, Tk) key storage positions
         visible = keys <= stored.unsqueeze(2)  # (B, Tq, Tk) causal; also hides padded blocks

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
+from specgauge.engine.models import paged_kernel
 from specgauge.engine.models.linear import PackedFP16, PackedOneDNN, linear
 
 if TYPE_CHECKING:
@@ -147,6 +148,36 @@ def _generated_rows_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return rowwise_attention(q[:, :, prompt:], k, v, mask)
 
 
+# Without batch invariance, cached groups of up to this many rows read the pool in place: decodes
+# and verifies; longer prefill chunks keep SDPA's blocked form.
+INPLACE_MAX_ROWS = 16
+
+
+def inplace_rows(group: "AttentionGroup", invariant: bool) -> int:
+    """How many of ``group``'s trailing rows per member the in-place kernel attends (0: none).
+
+    Batch-invariant: every generated row (all rows past the prompt rows, which stay in
+    position-aligned SDPA blocks), so a decode, a verify row and a recomputed output token all
+    get the kernel's bits. Otherwise: the rows of a cached group of at most ``INPLACE_MAX_ROWS``
+    rows (decodes and verifies; longer prefill chunks keep SDPA).
+    """
+    if invariant:
+        return group.q_len - group.prompt_rows
+    return group.q_len if not group.fresh and group.q_len <= INPLACE_MAX_ROWS else 0
+
+
+def _inplace_mask(group: "AttentionGroup", rows: int) -> torch.Tensor:
+    """The fp32 additive mask (B, rows, Tk) of a group's last ``rows`` rows, built once a forward."""
+    if group.inplace_mask is None:
+        if group.mask is not None:
+            mask = group.mask[:, 0, group.q_len - rows:]  # (B, rows, Tk)
+        else:  # fresh: causal over the group's own tokens
+            mask = causal_mask(group.q_len, torch.float32, group.pool_table.device)[:, 0, group.q_len - rows:]
+            mask = mask.expand(group.batch, rows, group.q_len)
+        group.inplace_mask = mask.to(torch.float32)
+    return group.inplace_mask
+
+
 def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: torch.Tensor,
                     v_layer: torch.Tensor, batch: "ForwardBatch", block_size: int,
                     attn_dtype: torch.dtype, invariant: bool = False) -> torch.Tensor:
@@ -158,17 +189,34 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
     ``invariant``: attend so that a token's output is the same bits whatever else is in the
     step — prefill chunking, verify length, batch: prompt rows in position-aligned blocks
     (:func:`prompt_block_attention`), generated rows one by one (:func:`rowwise_attention`).
+
+    In fp32 on CPU, decode and verify rows (:func:`inplace_rows`) are attended by the in-place
+    kernel (:mod:`specgauge.engine.models.paged_kernel`, which states why its rows are batch
+    invariant): it reads each row's blocks where they lie in the pool, so those rows need no
+    gather; other rows, other dtypes, or a process on the gather path use ``index_select`` + SDPA.
     """
     n, n_q, d = q.shape
     n_kv = k.shape[1]
     gqa = n_q != n_kv
     k_layer.index_copy_(1, batch.write_slots, k.transpose(0, 1).to(k_layer.dtype))
     v_layer.index_copy_(1, batch.write_slots, v.transpose(0, 1).to(v_layer.dtype))
+    kernel = paged_kernel.kernel() if attn_dtype == torch.float32 and paged_kernel.can_run(q, k_layer) else None
     num_blocks = k_layer.shape[1] // block_size
     k_blocks = k_layer.view(n_kv, num_blocks, block_size, d)  # (Hkv, blocks, bs, D)
     v_blocks = v_layer.view(n_kv, num_blocks, block_size, d)
     outs = []
     for g in batch.groups:
+        rows = inplace_rows(g, invariant) if kernel is not None else 0
+        inplace = None
+        if rows:
+            table = g.block_table if g.block_table is not None else g.pool_table  # (B, nb)
+            q_rows = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d)[:, g.q_len - rows:]
+            inplace = kernel.paged_attention(q_rows.reshape(g.batch * rows, n_q, d).to(torch.float32), k_layer,
+                                             v_layer, table, _inplace_mask(g, rows), block_size,
+                                             d ** -0.5)  # (B*rows, Hq*D)
+            if rows == g.q_len:
+                outs.append(inplace)
+                continue
         qg = q[g.token_start:g.token_stop].view(g.batch, g.q_len, n_q, d).transpose(1, 2)  # (B, Hq, Tq, D)
         if g.fresh:  # keys are the step's own tokens
             kg = k[g.token_start:g.token_stop].view(g.batch, g.q_len, n_kv, d).transpose(1, 2)
@@ -181,6 +229,13 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_layer: 
             kg = k_blocks.index_select(1, blocks).view(n_kv, g.batch, -1, d).transpose(0, 1)  # (B, Hkv, Tk, D)
             vg = v_blocks.index_select(1, blocks).view(n_kv, g.batch, -1, d).transpose(0, 1)
         qg, kg, vg = qg.to(attn_dtype), kg.to(attn_dtype), vg.to(attn_dtype)
+        if inplace is not None:  # the prompt rows in blocks, the generated ones from the kernel
+            if g.block_masks is None:
+                g.block_masks = {}
+            prompt = prompt_block_attention(qg[:, :, :g.prompt_rows], kg, vg, g.first_position, g.block_masks)
+            prompt = prompt.transpose(1, 2).reshape(g.batch, g.prompt_rows, n_q * d)
+            outs.append(torch.cat([prompt, inplace.view(g.batch, rows, n_q * d)], dim=1).view(-1, n_q * d))
+            continue
         if invariant:
             o = _invariant_group_attention(qg, kg, vg, g)
         else:

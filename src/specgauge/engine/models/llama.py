@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specgauge.engine.models import paged_kernel
 from specgauge.engine.models.attention import attention_is_batch_invariant, linear_is_batch_invariant, paged_attention
 from specgauge.engine.models.cpu_features import attention_dtype
 from specgauge.engine.models.linear import choose_packing, linear, pack
@@ -280,6 +281,8 @@ class LlamaForCausalLM(nn.Module):
         self.batch_invariant = on_cpu and all(linear_is_batch_invariant(w)
                                               for w in (qkv_w, o_w, gate_up_w, down_w, self._lm_head_w)
                                               ) and attention_is_batch_invariant(self.attention_dtype)
+        # how decode/verify attention reads the KV pool (builds the in-place kernel on first use)
+        self.attention_path = paged_kernel.attention_path(self.attention_dtype, device)
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """RMSNorm as HF computes it (in fp32, then back to the input dtype)."""

@@ -220,14 +220,16 @@ def serve(model: tuple[Path, ShippedModel | None], host: str, port: int, device:
 def compute_line(engine) -> str:
     """What the loaded model computes in, as probed at load time (the same fields as
     ``/server_info``): its weights' dtype and packing, the attention (K/V) dtype, whether every
-    token's logits are the same bits whatever shares its step, and the compute threads."""
+    token's logits are the same bits whatever shares its step, the compute threads, and how decode
+    attention reads the KV pool (in place, or gathered and why)."""
     import torch
 
     model = engine.model
     dtype = str(engine.config.torch_dtype).removeprefix("torch.")
     return (f"computing in {dtype} (weights {model.weight_packing}), attention in "
             f"{str(model.attention_dtype).removeprefix('torch.')}, batch-invariant "
-            f"{'yes' if model.batch_invariant else 'no'}, {torch.get_num_threads()} thread(s)")
+            f"{'yes' if model.batch_invariant else 'no'}, {torch.get_num_threads()} thread(s), "
+            f"KV pool read {model.attention_path}")
 
 
 @click.command("models")

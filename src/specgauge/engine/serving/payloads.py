@@ -186,13 +186,15 @@ def speculative_settings(spec: SpeculativeConfig) -> dict:
 
 
 def server_info(version: str, cfg: EngineConfig, served_model_name: str, incremental_streaming_output: bool,
-                weight_packing: str, batch_invariant: bool, snapshot: dict) -> dict:
+                weight_packing: str, batch_invariant: bool, snapshot: dict, attention_path: str = "") -> dict:
     """``/server_info``: the settings, and the engine's ``internal_states`` (``snapshot``)."""
     return {"version": version, "model_path": cfg.model_dir, "served_model_name": served_model_name,
             "device": cfg.device, "dtype": str(cfg.torch_dtype).removeprefix("torch."),
             "weight_packing": weight_packing,
             # every token's logits are the same bits whatever shares its step (see docs/engine.md)
             "batch_invariant": batch_invariant,
+            # how decode/verify attention reads the paged KV pool: "in-place paged", or "gather (why)"
+            "paged_attention": attention_path,
             "max_running_requests": cfg.scheduler.max_running, "max_waiting_requests": cfg.scheduler.max_waiting,
             "incremental_streaming_output": incremental_streaming_output,
             "speculative_algorithm": cfg.speculative.algorithm if cfg.speculative.enabled else None,

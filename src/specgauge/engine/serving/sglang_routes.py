@@ -40,7 +40,8 @@ def server_info(ctx: ServerContext) -> dict:
     engine, settings = ctx.engine, ctx.settings
     return payloads.server_info(__version__, engine.config, settings.served_model_name,
                                 settings.incremental_streaming_output, engine.model.weight_packing,
-                                engine.model.batch_invariant, engine.snapshot())
+                                engine.model.batch_invariant, engine.snapshot(),
+                                engine.model.attention_path)
 
 
 def meta_info(handle: RequestHandle, event, max_new_tokens: int) -> dict:
