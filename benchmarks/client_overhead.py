@@ -21,8 +21,9 @@ truth (``perf_counter_ns`` when each request arrived and when each chunk was wri
   ``--cpu-repeats`` times: the spread of the repeats is the machine's noise.
 
 Targets: CPU <= 10 us per chunk; TTFT error <= 2 ms median, <= 10 ms p99; ITL within 2 %;
->= 100,000 chunks/s. Peer clients (GuideLLM, SGLang's bench_serving, vLLM's bench) are reported
-when installed.
+>= 100,000 chunks/s. The CPU comparison also runs the field's own clients (vLLM's ``bench serve``
+request function from ``--vllm-python``, SGLang's ``bench_serving`` one from ``--sglang-sources``;
+``benchkit/peer_clients.py``) against the same server, each in its own process.
 
     PYTHONPATH=src python benchmarks/client_overhead.py [--concurrency 128,512] [--waves 3]
     PYTHONPATH=src python benchmarks/client_overhead.py --only-cpu --before-rev main
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import statistics
@@ -51,10 +51,6 @@ from specgauge.client.endpoint import Endpoint, Timeouts  # noqa: E402
 from specgauge.load.plan import PointSpec  # noqa: E402
 from specgauge.load.runner import run_async, run_point  # noqa: E402
 from benchkit.truth_server import SUITE, ServerProcess, percentile  # noqa: E402
-
-PEERS = {"guidellm": "GuideLLM", "sglang": "SGLang bench_serving", "vllm": "vLLM bench serve",
-         "aiperf": "AIPerf"}
-
 
 def accuracy(concurrency: int, waves: int, script: dict) -> dict:
     """One closed-loop point at ``concurrency`` streams; client figures against server truth."""
@@ -224,17 +220,19 @@ async def _floor_point(url: str, streams: int, requests: int) -> None:
 
 
 def cpu_child(args) -> None:
-    """``--cpu-child URL``: one CPU run in this process (this tree's or ``--client-src``'s client), as JSON."""
+    """``--cpu-child URL``: one CPU run in this process (this tree's or ``--client-src``'s client), as
+    JSON; ``sys_s`` is the kernel's share of ``cpu_s`` (``os.times``: the reads, epoll, wake-ups)."""
+    start = os.times()
     if args.floor:
         cpu_start = time.process_time()
         run_async(_floor_point(args.cpu_child, args.cpu_streams, args.cpu_requests))
-        print(json.dumps({"cpu_s": time.process_time() - cpu_start, "chunks": args.floor * args.cpu_requests,
-                          "client": str(args.client_src)}))
-        return
-    import specgauge.client.send as measured
+        cpu_s, chunks, client = time.process_time() - cpu_start, args.floor * args.cpu_requests, str(args.client_src)
+    else:
+        import specgauge.client.send as measured
 
-    cpu_s, chunks = cpu_run(args.cpu_child, args.cpu_streams, args.cpu_requests)
-    print(json.dumps({"cpu_s": cpu_s, "chunks": chunks, "client": measured.__file__}))
+        cpu_s, chunks = cpu_run(args.cpu_child, args.cpu_streams, args.cpu_requests)
+        client = measured.__file__
+    print(json.dumps({"cpu_s": cpu_s, "sys_s": os.times().system - start.system, "chunks": chunks, "client": client}))
 
 
 def extract_revision(rev: str, into: Path) -> Path:
@@ -244,54 +242,95 @@ def extract_revision(rev: str, into: Path) -> Path:
     return into / "src"
 
 
+def peer_command(peer: str, args, url: str) -> list[str] | None:
+    """The child command that runs ``peer``'s own client (:mod:`benchkit.peer_clients`), or None
+    when it cannot run here (vLLM not installed in ``--vllm-python``, no SGLang sources)."""
+    if peer == "vllm":
+        python = Path(args.vllm_python)
+        if not python.is_file():
+            return None
+        check = subprocess.run([str(python), "-c", "import vllm.benchmarks.lib.endpoint_request_func"],
+                               capture_output=True)
+        if check.returncode != 0:
+            return None
+    else:
+        python = Path(sys.executable)
+        sources = Path(args.sglang_sources)
+        if not (list(sources.glob("sglang-python-*.tar.xz")) or (sources / "python" / "sglang").is_dir()
+                or (sources / "sglang").is_dir()):
+            return None
+    return [str(python), str(ROOT / "benchmarks" / "benchkit" / "peer_clients.py"), "--peer", peer, "--url", url,
+            "--streams", str(args.cpu_streams), "--requests", str(args.cpu_requests),
+            "--sglang-sources", str(args.sglang_sources)]
+
+
 def cpu_per_chunk(args) -> None:
-    """Client CPU per chunk, this tree against ``--before-rev``, in fresh processes on one server."""
+    """Client CPU per chunk: this tree, the floor, ``--before-rev`` and the peers' own clients, each
+    in fresh processes against the same server script, repeats interleaved."""
     import tempfile
 
     small, large = args.cpu_chunks
-    clients = [("this tree (own HTTP/1.1 transport)", SRC),
-               ("floor (uvloop + bare asyncio.Protocol, nothing parsed)", None)]
+    clients = [("this tree (own HTTP/1.1 transport)", "tree", SRC),
+               ("floor (uvloop + bare asyncio.Protocol, nothing parsed)", "floor", None)]
     with tempfile.TemporaryDirectory() as scratch:
         if args.before_rev:
             try:
                 old_src = extract_revision(args.before_rev, Path(scratch))
-                clients.append((f"{args.before_rev} (aiohttp stream)", old_src))
+                clients.append((f"{args.before_rev} (git archive {args.before_rev} src)", "tree", old_src))
             except subprocess.CalledProcessError as exc:
                 print(f"  cannot extract {args.before_rev!r}: {exc.stderr.decode().strip()}")
-        results: dict[str, list[float]] = {label: [] for label, _ in clients}
+        for peer, label in (("vllm", "vLLM bench serve's client (aiohttp, asyncio)"),
+                            ("sglang", "SGLang bench_serving's client (aiohttp, asyncio)")):
+            if peer in args.peers:
+                if peer_command(peer, args, "http://127.0.0.1:1") is None:
+                    where = args.vllm_python if peer == "vllm" else args.sglang_sources
+                    print(f"  {label}: not measured (not available from {where})")
+                else:
+                    clients.append((label, peer, None))
+        results: dict[str, list[float]] = {label: [] for label, _, _ in clients}
+        kernel: dict[str, list[float]] = {label: [] for label, _, _ in clients}
         print(f"  client CPU per content chunk: {args.cpu_requests} requests at {args.cpu_streams} streams, "
               f"{small} vs {large} chunks per request, one event per write every {args.cpu_delay_ms:g} ms")
         for repeat in range(args.cpu_repeats):
-            for label, src in clients:
+            for label, kind, src in clients:
                 runs = []
                 for chunks in (small, large):
                     script = {"ttft_s": 0.05, "ttft_jitter_s": 0.05, "chunk_delay_s": args.cpu_delay_ms / 1000,
                               "num_chunks": chunks, "tokens_per_chunk": 1}
                     with ServerProcess(script) as server:
-                        floor = ["--floor", str(chunks)] if src is None else []
-                        child = subprocess.run(
-                            [sys.executable, __file__, "--cpu-child", server.url, "--client-src", str(src or SRC),
-                             "--cpu-streams", str(args.cpu_streams), "--cpu-requests", str(args.cpu_requests), *floor],
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(src or SRC)})
+                        if kind in ("vllm", "sglang"):
+                            command, env = peer_command(kind, args, server.url), dict(os.environ)
+                            env.pop("PYTHONPATH", None)
+                        else:
+                            floor = ["--floor", str(chunks)] if kind == "floor" else []
+                            command = [sys.executable, __file__, "--cpu-child", server.url, "--client-src",
+                                       str(src or SRC), "--cpu-streams", str(args.cpu_streams), "--cpu-requests",
+                                       str(args.cpu_requests), *floor]
+                            env = {**os.environ, "PYTHONPATH": str(src or SRC)}
+                        child = subprocess.run(command, capture_output=True, text=True, env=env)
                     if child.returncode != 0:
                         raise SystemExit(f"{label}: {child.stderr.strip().splitlines()[-1:]}")
                     runs.append(json.loads(child.stdout.strip().splitlines()[-1]))
-                    if not runs[-1]["client"].startswith(str(src or SRC)):
+                    if runs[-1].get("failed"):
+                        raise SystemExit(f"{label}: {runs[-1]['failed']} requests failed ({runs[-1]['error']})")
+                    if kind == "tree" and not runs[-1]["client"].startswith(str(src)):
                         raise SystemExit(f"{label}: the child measured {runs[-1]['client']}, not {src}")
-                us = 1e6 * (runs[1]["cpu_s"] - runs[0]["cpu_s"]) / (runs[1]["chunks"] - runs[0]["chunks"])
+                extra = runs[1]["chunks"] - runs[0]["chunks"]
+                us = 1e6 * (runs[1]["cpu_s"] - runs[0]["cpu_s"]) / extra
                 results[label].append(us)
-                print(f"    repeat {repeat + 1}: {label}: {us:.2f} us per chunk "
+                kernel[label].append(1e6 * (runs[1]["sys_s"] - runs[0]["sys_s"]) / extra)
+                print(f"    repeat {repeat + 1}: {label}: {us:.2f} us per chunk, {kernel[label][-1]:.2f} in the kernel "
                       f"({runs[0]['cpu_s']:.2f} s for {runs[0]['chunks']} chunks, "
                       f"{runs[1]['cpu_s']:.2f} s for {runs[1]['chunks']}); load average {os.getloadavg()[0]:.2f}")
     medians = {label: statistics.median(values) for label, values in results.items()}
     for label, values in results.items():
         print(f"  {label}: median {medians[label]:.2f} us per chunk (range {min(values):.2f}-{max(values):.2f}, "
-              f"{len(values)} repeats; target <= 10)")
-    (new_label, new), (floor_label, floor), *before = medians.items()
+              f"{len(values)} repeats; target <= 10), of which {statistics.median(kernel[label]):.2f} in the kernel")
+    (new_label, new), (floor_label, floor), *others = medians.items()
     print(f"  this tree minus the floor: {new - floor:.2f} us per chunk is specgauge's own (parse, SSE, adapter, "
           f"record); the floor is the kernel and the event loop, one read per event")
-    for old_label, old in before:
-        print(f"  ratio {old_label} / this tree: {old / new:.2f}x")
+    for other_label, other in others:
+        print(f"  ratio {other_label} / this tree: {other / new:.2f}x")
 
 
 def main() -> None:
@@ -317,6 +356,13 @@ def main() -> None:
     parser.add_argument("--cpu-chunks", type=lambda text: tuple(int(x) for x in text.split(",")), default=(16, 176),
                         help="chunks per request of the two runs, SMALL,LARGE")
     parser.add_argument("--cpu-delay-ms", type=float, default=20.0)
+    parser.add_argument("--peers", type=lambda text: [x for x in text.split(",") if x], default=["vllm", "sglang"],
+                        help="peer clients measured beside ours: vllm,sglang ('' : none)")
+    parser.add_argument("--vllm-python", default=str(ROOT / ".venv-vllm" / "bin" / "python"),
+                        help="a Python with vLLM installed (make vllm builds .venv-vllm)")
+    parser.add_argument("--sglang-sources",
+                        default=os.environ.get("SGLANG_CPU_SOURCES", str(ROOT.parent / "shared" / "sglang-cpu")),
+                        help="SGLang's sources: a checkout or the folder of sglang-python-*.tar.xz")
     parser.add_argument("--cpu-child", help=argparse.SUPPRESS)
     parser.add_argument("--client-src", help=argparse.SUPPRESS)
     parser.add_argument("--floor", type=int, default=0, help=argparse.SUPPRESS)
@@ -359,10 +405,6 @@ def main() -> None:
               f"{t['chunks']} chunks in {t['seconds']:.2f} s = {t['chunks_per_s']:,.0f} chunks/s "
               f"(target >= 100,000; {t['errors']} errors); {t['chunks_per_read']:.1f} chunks per read, "
               f"client at {100 * t['client_cpu_share']:.0f} % of one core")
-    for module, label in PEERS.items():
-        installed = importlib.util.find_spec(module) is not None
-        state = "installed, but no adapter to drive it here yet" if installed else "not installed"
-        print(f"  peer {label}: {state}")
 
 
 if __name__ == "__main__":

@@ -101,3 +101,46 @@ def test_line_decoder_keeps_unfinished_tail():
     assert lines.decode("abc") == []
     assert lines.decode("def\ngh") == ["abcdef"]
     assert lines.flush() == ["gh"]
+
+
+# -- the fast path for whole one-line ``data:`` events ------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def decode_with_fast_path(chunks: list[bytes]) -> list[tuple[str, str | None]]:
+    """What the client's stream sink sees: ``simple_payloads`` where it answers, ``feed`` otherwise."""
+    decoder = SSEDecoder()
+    out: list[tuple[str, str | None]] = []
+    for chunk in chunks:
+        payloads = decoder.simple_payloads(chunk)
+        if payloads is None:
+            out += [(e.data, e.event) for e in decoder.feed(chunk)]
+        else:
+            out += [(p, None) for p in payloads]
+    return out + [(e.data, e.event) for e in decoder.close()]
+
+
+def test_fast_path_takes_whole_data_events_and_nothing_else():
+    decoder = SSEDecoder()
+    assert decoder.simple_payloads(b'data: {"a": 1}\n\ndata: [DONE]\n\n') == ['{"a": 1}', DONE]
+    for refused in (b'data: {"a": 1}\n', b'data: {"a"', b": keep-alive\n\n", b"event: error\ndata: x\n\n",
+                    b"data: a\ndata: b\n\n", b'data: {"a": 1}\r\n\r\n', b"data: \xe2\x82\n\n", b"data:x\n\n"):
+        assert decoder.simple_payloads(refused) is None, refused
+    decoder.feed(b"data: partial")   # an unfinished line is held: the next read must go through feed
+    assert decoder.simple_payloads(b"data: next\n\n") is None
+
+
+EVENT_PARTS = st.sampled_from([b'data: {"n": 1}\n\n', b"data: [DONE]\n\n", b": ping\n\n", b"event: error\n",
+                               b"data: one\ndata: two\n\n", b'data: {"t": "\xc3\xa9"}\n\n', b"id: 7\n",
+                               b'data: {"n": 2}\r\n\r\n', b'data:{"n": 3}\n\n', b"\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(EVENT_PARTS, max_size=12), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_fast_path_gives_what_feed_gives_on_any_stream_and_read_split(parts, cuts):
+    stream = b"".join(parts)
+    points = sorted({min(c, len(stream)) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)])]
+    assert decode_with_fast_path(chunks) == [(e.data, e.event) for e in decode_all(chunks)]

@@ -132,6 +132,32 @@ class SSEDecoder:
         lines = self._lines.decode(self._text.decode(chunk))
         return self._on_lines(lines) if lines else []
 
+    def simple_payloads(self, chunk: bytes) -> list[str] | None:
+        """The fast path for the common read: whole events that are each one ``data: `` line.
+
+        When nothing is held from earlier reads and ``chunk`` is valid UTF-8, has no CR, and is a
+        run of ``data: PAYLOAD`` lines each followed by a blank line, returns the payloads — the
+        same ``data`` :meth:`feed` would give its events, without building them. Anything else
+        (a partial event, comments, ``event:`` fields, multi-line data, CRs, a split character)
+        returns None and the caller uses :meth:`feed`, which then sees exactly this read.
+        """
+        if self._data or self._lines._pending or self._lines._trailing_cr or self._text._holding:
+            return None
+        if not chunk.endswith(b"\n\n") or not chunk.startswith(b"data: "):
+            return None
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if "\r" in text:
+            return None
+        payloads = []
+        for part in text[:-2].split("\n\n"):
+            if not part.startswith("data: ") or "\n" in part:
+                return None
+            payloads.append(part[6:])
+        return payloads
+
     def close(self) -> list[SSEEvent]:
         """Stream end: flush a split character, the last line and an event with no blank line."""
         lines = self._lines.decode(self._text.flush()) + self._lines.flush()

@@ -40,9 +40,9 @@ class _Stream:
     """One streamed response driven by timer callbacks (no coroutine per stream)."""
 
     def __init__(self, server: "LeanServer", protocol: "_Protocol", script: Script, truth: TruthRecord,
-                 chat: bool, prompt_tokens: int) -> None:
+                 chat: bool, prompt_tokens: int, include_usage: bool) -> None:
         self.server, self.protocol, self.script, self.truth = server, protocol, script, truth
-        self.chat, self.prompt_tokens = chat, prompt_tokens
+        self.chat, self.prompt_tokens, self.include_usage = chat, prompt_tokens, include_usage
         self.chunk, self.produced, self.pending = 0, 0, []
         self.next_at = truth.t_recv_ns / 1e9 + script.ttft_s
 
@@ -66,11 +66,13 @@ class _Stream:
         while self.chunk < self.script.num_chunks and len(batch) < self.script.events_per_write:
             batch.append(self._event())
             self.chunk += 1
-        if self.chunk == self.script.num_chunks:
+        if self.chunk == self.script.num_chunks and self.include_usage:
             usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.produced,
                      "total_tokens": self.prompt_tokens + self.produced}
             batch.append(b"data: " + orjson.dumps({"id": self.truth.request_id, "choices": [], "usage": usage})
-                         + b"\n\ndata: [DONE]\n\n")
+                         + b"\n\n")
+        if self.chunk == self.script.num_chunks:
+            batch.append(b"data: [DONE]\n\n")
         now = perf_counter_ns()
         self.truth.chunk_send_ns.extend([now] * (len(self.truth.chunk_tokens) - len(self.truth.chunk_send_ns)))
         data = _chunked(b"".join(batch))
@@ -165,7 +167,9 @@ class LeanServer:
             transport.write(STREAM_HEAD)
             truth.t_headers_ns = perf_counter_ns()
             stream = _Stream(self, protocol, self.script.for_request(self._count), truth,
-                             chat=path.endswith("chat/completions"), prompt_tokens=len(prompt.split()))
+                             chat=path.endswith("chat/completions"), prompt_tokens=len(prompt.split()),
+                             # the usage chunk only when asked, as OpenAI-compatible servers do
+                             include_usage=bool((request.get("stream_options") or {}).get("include_usage")))
             self.loop.call_at(self.loop.time() + max(0.0, stream.next_at - perf_counter_ns() / 1e9), stream.tick)
             return
         protocol.busy = False
