@@ -1,7 +1,9 @@
-"""The one thin entry point. Each part registers its own commands; nothing heavy is imported here."""
+"""The one thin entry point. Each part registers its own commands when one of them is called; nothing
+heavy is imported here."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -10,28 +12,38 @@ from specgauge import __version__
 from specgauge.errors import UserError
 
 
-@click.group(name="specgauge", context_settings={"help_option_names": ["-h", "--help"]})
+# Which part's ``register`` adds each command. A command's part is imported when that command is
+# looked up (``--help`` lists them all), so ``specgauge bench`` does not import the engine, training
+# or comparison code (about 0.2 s of interpreter time a call; tests/test_cli_parts.py checks the table).
+PARTS = {
+    "bench": "specgauge.load.commands", "runs": "specgauge.load.commands", "show": "specgauge.load.commands",
+    "export": "specgauge.load.commands",
+    "serve": "specgauge.engine.serving.commands", "models": "specgauge.engine.serving.commands",
+    "train": "specgauge.train.commands",
+    "suite": "specgauge.suites.commands",
+    "report": "specgauge.report.commands",
+    "compare": "specgauge.compare.commands", "baseline": "specgauge.compare.commands",
+    "demo": "specgauge.compare.commands",
+    "tune": "specgauge.tune.commands",
+}
+
+
+class PartsGroup(click.Group):
+    """The root group: each part registers its own commands, on first look-up of one of them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(PARTS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in PARTS:
+            importlib.import_module(PARTS[name]).register(self)
+        return self.commands.get(name)
+
+
+@click.group(name="specgauge", cls=PartsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="specgauge")
 def app() -> None:
     """Does speculative decoding pay off on your workload? Measure, compare, decide."""
-
-
-def _register_parts() -> None:
-    # Each part's commands module keeps its heavy imports inside the command bodies.
-    from specgauge.compare import commands as compare_commands
-    from specgauge.engine.serving import commands as engine_commands
-    from specgauge.load import commands as load_commands
-    from specgauge.report import commands as report_commands
-    from specgauge.suites import commands as suite_commands
-    from specgauge.train import commands as train_commands
-    from specgauge.tune import commands as tune_commands
-
-    for part in (load_commands, engine_commands, train_commands, suite_commands, report_commands, compare_commands,
-                 tune_commands):
-        part.register(app)
-
-
-_register_parts()
 
 
 def _fail(message: str, code: int = 2) -> None:
