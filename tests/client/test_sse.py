@@ -130,6 +130,9 @@ def test_fast_path_takes_whole_data_events_and_nothing_else():
         assert decoder.simple_payloads(refused) is None, refused
     decoder.feed(b"data: partial")   # an unfinished line is held: the next read must go through feed
     assert decoder.simple_payloads(b"data: next\n\n") is None
+    typed = SSEDecoder()
+    typed.feed(b"event: error\n")      # a field of the event the next read completes
+    assert typed.simple_payloads(b"data: next\n\n") is None
 
 
 EVENT_PARTS = st.sampled_from([b'data: {"n": 1}\n\n', b"data: [DONE]\n\n", b": ping\n\n", b"event: error\n",

@@ -141,7 +141,8 @@ class SSEDecoder:
         (a partial event, comments, ``event:`` fields, multi-line data, CRs, a split character)
         returns None and the caller uses :meth:`feed`, which then sees exactly this read.
         """
-        if self._data or self._lines._pending or self._lines._trailing_cr or self._text._holding:
+        if (self._data or self._event is not None or self._lines._pending or self._lines._trailing_cr
+                or self._text._holding):
             return None
         if not chunk.endswith(b"\n\n") or not chunk.startswith(b"data: "):
             return None
