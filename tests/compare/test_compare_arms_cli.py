@@ -33,6 +33,11 @@ def test_two_speculative_urls_print_a_section_each_and_the_choice(tmp_path):
         ("three", "two", "coding"), ("three", "two", None)]
     assert json.loads((tmp_path / "out" / "verdict.json").read_text()) == document
     assert all((tmp_path / "out" / label / "report.html").stat().st_size > 0 for label in ("three", "two"))
+    assert "<svg" in (tmp_path / "out" / "report.html").read_text()   # the overview, a series per arm
+    listed = run_cli("runs", "--db", tmp_path / "c.db")
+    assert listed.returncode == 0 and "2 arms: three, two" in listed.stdout, listed.stderr
+    show = run_cli("show", "c1", "--db", tmp_path / "c.db")
+    assert show.returncode == 0 and "speculative arm 1 of 2: three" in show.stdout and "which method" in show.stdout
     shown = run_cli("report", "c1", "--db", tmp_path / "c.db", "--output-dir", tmp_path / "again")
     assert shown.returncode == 0, shown.stderr
     assert "speculative arm 2 of 2: two" in shown.stdout and (tmp_path / "again" / "two" / "report.html").exists()

@@ -89,9 +89,11 @@ def arm_differences(cells: dict[str, dict[Cell, ArmSamples]], labels: dict[str, 
 
 def _speedups(result: CompareResult) -> dict[Cell, RatioCI]:
     rows = {(row.domain, 1): RatioCI(ratio=row.speedup, ci_low=row.ci_low, ci_high=row.ci_high,
-                                     method=row.ci_method, pairs=row.pairs) for row in result.single_stream}
+                                     method=row.ci_method or "none", pairs=row.pairs or 0)
+            for row in result.single_stream}
     rows.update({(None, p.concurrency): RatioCI(ratio=p.ratio, ci_low=p.ci_low, ci_high=p.ci_high,
-                                                method=p.ci_method, pairs=p.pairs) for p in result.sweep})
+                                                method=p.ci_method or "none", pairs=p.pairs or 0)
+                 for p in result.sweep})
     return rows
 
 

@@ -28,13 +28,17 @@ def print_arms(result: MultiArmResult, out) -> None:
 
 
 def write_arm_reports(result: MultiArmResult, directory: Path) -> list[Path]:
-    """``DIR/verdict.json`` (every arm) and one report per arm under ``DIR/LABEL/``."""
+    """``DIR/report.html`` (the overview: one series per arm), ``DIR/verdict.json`` (every arm) and
+    one report per arm under ``DIR/LABEL/``."""
+    from specgauge.report.arms_html import write_overview
     from specgauge.report.html import write_report
 
     directory.mkdir(parents=True, exist_ok=True)
     verdict = directory / "verdict.json"
     verdict.write_text(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
-    written = [verdict]
+    pages = {arm.label: f"{arm_folder(arm.label)}/report.html" for arm in result.arms}
+    overview = write_overview(result, directory, pages)
+    written = [overview, verdict]
     for arm in result.arms:
         written.append(write_report(arm.result, directory / arm_folder(arm.label)).html)
     return written

@@ -41,7 +41,7 @@ def parse_report_id(text: str) -> ReportRef:
     return ReportRef("run", int(match["rid"]))
 
 
-def _several_arms(store, ref: ReportRef):
+def several_arms_of(store, ref: ReportRef):
     """The :class:`MultiArmResult` of ``ref`` when it is a finished comparison of several speculative arms."""
     from specgauge.analysis.arm_results import MultiArmResult, is_multi_arm
 
@@ -114,7 +114,7 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
         _report_tune(ref, html_path, output_dir, output_json, db)
         return
     with Store.open(db, create=False, read_only=True) as store:
-        several = _several_arms(store, ref)
+        several = several_arms_of(store, ref)
         if several is None:
             data, document = load_report(store, ref)
     if several is not None:   # a comparison of several speculative arms: a section and a report per arm
