@@ -97,6 +97,11 @@ def _samples(store: Store, run_ids: Sequence[int]) -> dict[int, ArmSamples]:
     return by_level
 
 
+def samples_of_runs(store: Store, run_ids: Sequence[int]) -> dict[int, ArmSamples]:
+    """Per concurrency, the pooled samples of one arm's runs of a stage (one run per round)."""
+    return _samples(store, run_ids)
+
+
 def split_by_domain(samples: ArmSamples) -> dict[str, ArmSamples]:
     """One single-stream run over a multi-domain suite, split by the requests' domain tags.
 

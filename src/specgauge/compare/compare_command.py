@@ -16,7 +16,8 @@ from specgauge.cli_options import (POSITIVE_INTS, POSITIVE_NUMBERS, CommaList, d
 from specgauge.load.length_band_option import context_lengths_option
 from specgauge.compare.plan import DISTRIBUTION_PROMPTS
 from specgauge.client.endpoint import API_NAMES
-from specgauge.compare.arm_options import arm_from, arm_options, profile_arms, profile_options
+from specgauge.compare.arm_options import (arm_from, arm_labels, arm_options, profile_arms, profile_options,
+                                           speculative_arms)
 from specgauge.load.peer_flags import PeerFlagsCommand, compare_peer_options, compare_result_settings, compare_settings
 from specgauge.load.trace_options import trace_config, trace_options
 from specgauge.load.workers.options import placement_from, placement_options
@@ -131,15 +132,25 @@ def _new_plan(options: dict):
     from specgauge.suites.registry import load_suite
 
     arms = profile_arms(options)
-    baseline, speculative = arms if arms is not None else (arm_from(options, "baseline"),
-                                                            arm_from(options, "speculative"))
+    if arms is not None:
+        (baseline, speculative, *more), labels = arms
+    else:
+        baseline, (speculative, *more) = arm_from(options, "baseline"), speculative_arms(options)
+        labels = arm_labels([speculative, *more], options["arm_labels"]) if more else ()
+        if options["arm_labels"] and not more:
+            raise click.UsageError("--arm-label names each of several speculative arms; with one, use --label")
+    if more:
+        _refuse_with_several_arms(options)
+    if not more:
+        labels = ()
     if options["speculative_arm_config"] is not None and speculative.kind != "url":
         raise click.UsageError("--speculative-arm-config declares what a URL arm runs: a launched arm's command "
                                "says it already (give the speculative arm as --speculative URL)")
     count = options["num_requests"]
     try:
         plan = ComparePlan(
-            baseline=baseline, speculative=speculative, domains=options["domains"],
+            baseline=baseline, speculative=speculative, more_speculative=tuple(more), arm_labels=labels,
+            domains=options["domains"],
             suite=options["suite"], sweep_suite=options["sweep_suite"], **compare_settings(options),
             num_requests_single=options["single_stream_requests"] or count or DEFAULT_SINGLE_STREAM_REQUESTS,
             num_requests_sweep=options["sweep_requests"] or count, sweep_requests_per_user=options["requests_per_user"],
@@ -190,6 +201,19 @@ def _new_plan(options: dict):
     return plan
 
 
+def _refuse_with_several_arms(options: dict) -> None:
+    """The options a comparison of several speculative arms does not take: one line, exit 2."""
+    for name, flag in (("trace", "--trace"), ("verify", "--verify"), ("context_lengths", "--context-lengths"),
+                       ("speculative_arm_config", "--speculative-arm-config"), ("label", "--label"),
+                       ("save_result", "--save-result"), ("result_filename", "--result-filename")):
+        value = options.get(name)
+        if name == "label" and value == "speculation":   # the default: each arm has its own label
+            continue
+        if value not in (None, False, (), ""):
+            why = " (each arm is labelled by --arm-label or its method)" if name == "label" else ""
+            raise click.UsageError(f"{flag} takes one speculative arm; with several, leave it out{why}")
+
+
 def _per_domain_single_stream(plan, work_dir: Path):
     """``plan`` with its single stream on up to ``num_requests_single`` prompts per domain of
     ``--suite`` (compare/per_domain.py); a domain with fewer is named on stderr."""
@@ -218,11 +242,17 @@ def _finish(plan, options: dict, *, resume_id: int | None = None) -> None:
     from specgauge.compare.output import check_outputs, emit
     from specgauge.compare.peer_flags import check_result_paths, emit_result_files
 
-    verify = _wants_verify(options["verify"], plan.speculative)
+    several = bool(plan.more_speculative)
+    verify = False if several else _wants_verify(options["verify"], plan.speculative)
     check_outputs(options["output_json"], options["output_dir"])
     peer = {**compare_result_settings(options), "goodput": plan.goodput}
     check_result_paths(options["result_filename"])
     result = _run_compare(plan, options["db"], verify, resume_id=resume_id, placement=placement_from(options))
+    if several:   # one section per arm, then the choice between them (compare/multi_output.py)
+        from specgauge.compare.multi_output import emit_arms
+
+        emit_arms(result, output_json=options["output_json"], output_dir=options["output_dir"], db=options["db"])
+        return
     if options["verify"]:
         _say_if_nothing_verified(result)
     emit(result, output_json=options["output_json"], output_dir=options["output_dir"], db=options["db"])

@@ -25,7 +25,8 @@ from specgauge.analysis.health import random_prompt_warnings
 from specgauge.analysis.results import (ArmDescription, CompareResult, CompareSettings, HealthWarning,
                                         SpeculationSetup, StageRuns, SuiteInfo)
 from specgauge.compare.peer_flags import goodput_of
-from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage
+from specgauge.compare.plan import SWEEP_PREFIX, ComparePlan, Stage, from_store_link, store_link
+from specgauge.compare.rotation import order_at
 from specgauge.compare.speculation_setup import configured_depth, declared_setup, speculation_setup
 from specgauge.errors import UserError
 from specgauge.load.bench import OpenRun, RunStopped, close_run, open_run, reopen_run, run_point_at
@@ -34,16 +35,16 @@ from specgauge.report.progress import BenchProgress, NullProgress
 from specgauge.store import Store, StoreWriteError
 from specgauge.suites.registry import load_suite
 
-ARMS = ("baseline", "speculative")
-
 
 class StageProgress:
     """Forwards bench progress, with each point labelled by phase, arm and stage (``spec sweep c=4``,
-    ``verify spec sweep c=4`` in the ``--verify`` phase)."""
+    ``verify spec sweep c=4`` in the ``--verify`` phase). ``full_name``: ``arm`` shown whole (the
+    labels of several speculative arms), else its first four letters."""
 
-    def __init__(self, inner: BenchProgress, arm: str, stage: str, phase: str = "") -> None:
+    def __init__(self, inner: BenchProgress, arm: str, stage: str, phase: str = "", *, full_name: bool = False) -> None:
         shown = "sweep" if stage.startswith(SWEEP_PREFIX) else stage   # the point label says c=N already
-        self._inner, self._prefix = inner, f"{phase + ' ' if phase else ''}{arm[:4]} {shown}"
+        arm = arm if full_name else arm[:4]
+        self._inner, self._prefix = inner, f"{phase + ' ' if phase else ''}{arm} {shown}"
 
     def run_started(self, run_id: int, num_points: int, *, resumed: bool) -> None:
         self._inner.run_started(run_id, num_points, resumed=resumed)
@@ -94,7 +95,8 @@ class _Ledger:
     placement: Placement = Placement()   # where each run's load is generated (--workers, --ray-address)
 
     def add(self, store: Store, comparison_id: int, stage: str, arm: str, round_number: int, run_id: int) -> None:
-        store.link_comparison_run(comparison_id, run_id, arm=arm, stage=stage, round=round_number)
+        link_arm, link_stage = store_link(arm, stage)
+        store.link_comparison_run(comparison_id, run_id, arm=link_arm, stage=link_stage, round=round_number)
         self.runs.setdefault((stage, arm), []).append(run_id)
 
     def done(self, store: Store, stage: str, arm: str, round_number: int) -> bool:
@@ -105,7 +107,9 @@ class _Ledger:
     async def stage_run(self, plan: ComparePlan, store: Store, comparison_id: int, stage: Stage, arm: str,
                         round_number: int, url: str, progress: BenchProgress, phase: str = "") -> OpenRun:
         """The arm's run of ``stage`` in this round: the one a resumed comparison made, else a new one."""
-        stage_progress = StageProgress(progress, arm, stage.name, phase)
+        several = bool(plan.more_speculative)
+        shown = plan.speculative_labels.get(arm, "base") if several else arm
+        stage_progress = StageProgress(progress, shown, stage.name, phase, full_name=several)
         run_id = self.existing.get((stage.name, arm, round_number))
         if run_id is None:
             run = await open_run(plan.bench_config(stage, url, arm=arm, round_number=round_number), store,
@@ -144,33 +148,41 @@ class _Arms:
 
 
 @contextlib.contextmanager
-def _arms_up(specs: list[ArmSpec], plan: ComparePlan, log_dir: Path | None,
+def _arms_up(specs: dict[str, ArmSpec], plan: ComparePlan, log_dir: Path | None,
              announce: Callable[[str], None] | None = None) -> Iterator[_Arms]:
-    """Start every launched arm of ``specs`` (URLs pass through), saying so; stop them all on exit."""
+    """Start every launched arm of ``specs`` (by arm key; URLs pass through), saying so; stop them all on exit."""
     import time
 
     with contextlib.ExitStack() as stack:
         arms = _Arms()
-        for spec in specs:
+        for key, spec in specs.items():
             if not spec.launched:
-                arms.urls[spec.name] = spec.value
+                arms.urls[key] = spec.value
                 continue
             server = None if spec.kind == "engine" else LaunchedServer(spec, start_timeout_s=plan.start_timeout_s,
                                                                          log_dir=log_dir)
+            name = _arm_name(plan, key)
             if announce:   # a launched arm's log is named up front: a slow start can be watched there
-                announce(f"starting the {spec.name} arm: {spec.describe()}"
+                announce(f"starting the {name} arm: {spec.describe()}"
                          + (f" (log {server.log_path})" if server is not None else ""))
             started = time.monotonic()
             handle = stack.enter_context(_engine(spec, plan) if server is None else server)
-            arms.urls[spec.name] = handle.url
-            arms.started[spec.name] = (spec, handle)
+            arms.urls[key] = handle.url
+            arms.started[name] = (spec, handle)
             if announce:
-                announce(f"the {spec.name} arm answers at {handle.url} ({time.monotonic() - started:.1f} s)")
+                announce(f"the {name} arm answers at {handle.url} ({time.monotonic() - started:.1f} s)")
         try:
             yield arms
         except (UserError, OSError):
             arms.raise_if_dead()
             raise
+
+
+def _arm_name(plan: ComparePlan, key: str) -> str:
+    """How messages name an arm: ``baseline``/``speculative`` for two arms, else its label too."""
+    if not plan.more_speculative or key == "baseline":
+        return key
+    return f"speculative ({plan.speculative_labels[key]})"
 
 
 def _engine(spec: ArmSpec, plan: ComparePlan):
@@ -211,13 +223,14 @@ async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgres
     progress = progress or NullProgress()
     stages = plan.stages()
     suites = {s.name: load_suite(s.suite) for s in stages}   # unknown suites fail before anything starts
-    specs = [plan.baseline.spec(), plan.speculative.spec()]
+    specs = {key: arm.spec() for key, arm in plan.arm_configs.items()}
     ledger = _Ledger(placement=placement)
     if resume_id is None:
         comparison_id = store.create_comparison(plan.model_dump(mode="json"))
     else:
         comparison_id = resume_id
-        ledger.existing = {(r.stage, r.arm, r.round): r.run_id for r in store.comparison_runs(resume_id)}
+        ledger.existing = {(*from_store_link(r.arm, r.stage)[::-1], r.round): r.run_id
+                           for r in store.comparison_runs(resume_id)}
         store.restart_comparison(resume_id)
     try:
         if plan.schedule == "abba_by_point":
@@ -229,7 +242,7 @@ async def run_comparison(plan: ComparePlan, store: Store, progress: BenchProgres
         if isinstance(exc, UserError):
             raise ComparisonStopped(comparison_id, exc) from None
         raise
-    result = analyse(store, comparison_id, plan, ledger, suites, stages)
+    result = analyse_all(store, comparison_id, plan, ledger, suites, stages)
     store.finish_comparison(comparison_id, status="done", result=result.model_dump(mode="json"))
     return result
 
@@ -255,17 +268,21 @@ def _stop_comparison(store: Store, comparison_id: int, plan: ComparePlan, ledger
 def _partial_result(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger, suites: dict,
                     stages: list[Stage], error: str) -> dict | None:
     """The result over the points both arms finished, marked incomplete; None when there are none."""
-    done = [(stage, arm) for stage in stages for arm in ARMS
+    done = [(stage, arm) for stage in stages for arm in plan.arm_keys
             if any(p.status == "done" for run_id in ledger.runs.get((stage.name, arm), ())
                    for p in store.get_points(run_id))]
-    measured = [stage for stage in stages if (stage, "baseline") in done and (stage, "speculative") in done]
+    measured = [stage for stage in stages if all((stage, arm) in done for arm in plan.arm_keys)]
     if not measured:
         return None
-    result = analyse(store, comparison_id, plan, ledger, suites, measured)
+    result = analyse_all(store, comparison_id, plan, ledger, suites, measured)
     warning = HealthWarning(code="incomplete", message=(
         f"incomplete: the comparison stopped before its end ({' '.join(error.split())}); this covers "
         f"{len(measured)} of {len(stages)} stages, points both arms finished only; "
         f"'specgauge compare --resume c{comparison_id} --db {shlex.quote(str(store.path))}' finishes it"))
+    if plan.more_speculative:
+        return result.model_copy(update={"arms": tuple(
+            arm.model_copy(update={"result": arm.result.model_copy(update={"health": (*arm.result.health, warning)})})
+            for arm in result.arms)}).model_dump(mode="json")
     return result.model_copy(update={"health": (*result.health, warning)}).model_dump(mode="json")
 
 
@@ -281,40 +298,42 @@ def _stage_heading(stage: Stage, stages: list[Stage]) -> str | None:
 
 async def _abba(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase) -> None:
     turn = 0
+    keys = plan.arm_keys
     with _arms_up(specs, plan, log_dir, on_stage) as arms:
         urls = arms.urls
         ledger.urls.update(urls)
         for round_number in range(plan.rounds):
             for stage in stages:
                 if on_stage and (heading := _stage_heading(stage, stages)):
-                    on_stage(f"round {round_number + 1}/{plan.rounds} · {heading} · both arms, ABBA by point")
+                    on_stage(f"round {round_number + 1}/{plan.rounds} · {heading} · " + (
+                        "both arms, ABBA by point" if len(keys) == 2 else
+                        f"all {len(keys)} arms, order rotated by point (balanced Latin square)"))
                 runs = {}
-                for arm in ARMS:
+                for arm in keys:
                     runs[arm] = await ledger.stage_run(plan, store, comparison_id, stage, arm, round_number,
                                                        urls[arm], progress, phase)
                 for point in store.get_points(runs["baseline"].run_id):
-                    order = ARMS if turn % 2 == 0 else ARMS[::-1]
+                    order = order_at(turn, keys)
                     turn += 1   # counted for finished points too, so a resumed comparison keeps the order
                     for arm in order:
                         if _point_status(runs[arm], point.point_index) != "done":
                             await run_point_at(runs[arm], point.point_index)
-                for arm in ARMS:
+                for arm in keys:
                     close_run(runs[arm])
 
 
 async def _sequential(plan, store, comparison_id, stages, specs, ledger, progress, log_dir, on_stage, phase) -> None:
-    by_name = {s.name: s for s in specs}
     for round_number in range(plan.rounds):
-        order = ARMS if round_number % 2 == 0 else ARMS[::-1]
-        for arm in order:
+        for arm in order_at(round_number, plan.arm_keys):
             if all(ledger.done(store, stage.name, arm, round_number) for stage in stages):
                 for stage in stages:   # finished before a resume: nothing to start
                     ledger.runs.setdefault((stage.name, arm), []).append(
                         ledger.existing[(stage.name, arm, round_number)])
                 continue
             if on_stage:
-                on_stage(f"round {round_number + 1}/{plan.rounds} · {arm} arm: {by_name[arm].describe()}")
-            with _arms_up([by_name[arm]], plan, log_dir, on_stage) as arms:
+                on_stage(f"round {round_number + 1}/{plan.rounds} · {_arm_name(plan, arm)} arm: "
+                         f"{specs[arm].describe()}")
+            with _arms_up({arm: specs[arm]}, plan, log_dir, on_stage) as arms:
                 urls = arms.urls
                 ledger.urls.update(urls)
                 for stage in stages:
@@ -325,6 +344,29 @@ async def _sequential(plan, store, comparison_id, stages, specs, ledger, progres
 
 def _point_status(run: OpenRun, point_index: int) -> str:
     return next(p.status for p in run.store.get_points(run.run_id) if p.point_index == point_index)
+
+
+def analyse_all(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger, suites: dict,
+                stages: list[Stage]):
+    """The :class:`CompareResult` of a two-arm comparison; with several speculative arms, the
+    :class:`MultiArmResult`: each arm's own result against the baseline, and the choice between them."""
+    if not plan.more_speculative:
+        return analyse(store, comparison_id, plan, ledger, suites, stages)
+    from specgauge.compare.arm_choice import choose_between
+
+    per_arm = {}
+    for key, label in plan.speculative_labels.items():
+        as_two = {"baseline": "baseline", key: "speculative"}   # this arm as a two-arm comparison's
+        view = dataclasses.replace(
+            ledger, runs={(stage, as_two[arm]): ids for (stage, arm), ids in ledger.runs.items() if arm in as_two},
+            urls={as_two[arm]: url for arm, url in ledger.urls.items() if arm in as_two})
+        arm_plan = plan.model_copy(update={"speculative": plan.arm_configs[key], "more_speculative": (),
+                                           "arm_labels": (), "label": label,   # a URL arm's declaration is the first's
+                                           "speculative_arm_config": plan.speculative_arm_config
+                                           if key == "speculative" else None})
+        per_arm[key] = analyse(store, comparison_id, arm_plan, view, suites, stages)
+    return choose_between(store, plan, per_arm, {(stage, arm): tuple(ids) for (stage, arm), ids in ledger.runs.items()},
+                          stages, comparison_id)
 
 
 def analyse(store: Store, comparison_id: int, plan: ComparePlan, ledger: _Ledger, suites: dict,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from specgauge.compare.arms import ArmSpec
 from specgauge.load.bench_config import BenchConfig, TraceConfig, check_slos
@@ -24,6 +24,24 @@ DISTRIBUTION_POSITIONS = 12      # output tokens per sample, the positions teste
 # Default rounds when an arm is a launch command: its arms run one after the other, so one round
 # would put a slow minute on one arm only; two run A B | B A. Other arms are up at once (ABBA by point): 1.
 LAUNCHED_ROUNDS = 2
+# The store's key of each speculative arm after the first (a comparison of several): "speculative-2", ...;
+# its runs are linked as arm "speculative" of stage "STAGE|arm2" (the store's arm column takes
+# baseline/speculative/verify only), so that a two-arm comparison's store rows stay as they were.
+MORE_ARM_PREFIX = "speculative-"
+STAGE_ARM_MARK = "|arm"
+
+
+def store_link(arm_key: str, stage_name: str) -> tuple[str, str]:
+    """(arm, stage) as the store links the run of ``arm_key`` in ``stage_name``."""
+    if arm_key.startswith(MORE_ARM_PREFIX):
+        return "speculative", f"{stage_name}{STAGE_ARM_MARK}{arm_key[len(MORE_ARM_PREFIX):]}"
+    return arm_key, stage_name
+
+
+def from_store_link(arm: str, stage_name: str) -> tuple[str, str]:
+    """The inverse of :func:`store_link`: (arm key, stage name)."""
+    stage, mark, number = stage_name.partition(STAGE_ARM_MARK)
+    return (f"{MORE_ARM_PREFIX}{number}", stage) if mark else (arm, stage_name)
 
 
 def split_temperature(stage_name: str) -> tuple[str, float | None]:
@@ -74,6 +92,10 @@ class ComparePlan(BaseModel):
 
     baseline: ArmConfig
     speculative: ArmConfig
+    # a comparison of several speculative arms: the arms after ``speculative``, and every speculative
+    # arm's label (``speculative`` first); both empty for two arms, and then left out of the stored plan
+    more_speculative: tuple[ArmConfig, ...] = ()
+    arm_labels: tuple[str, ...] = ()
     api: str = "openai-chat"
     domains: tuple[str, ...] = ("coding", "encyclopedic")
     domain_suites: dict[str, str] = Field(default_factory=dict)   # domain -> suite ref (default: the built-in)
@@ -125,8 +147,17 @@ class ComparePlan(BaseModel):
         """``rounds`` left out (or None): :data:`LAUNCHED_ROUNDS` when an arm is a launch command, else 1."""
         if isinstance(data, dict) and data.get("rounds") is None:
             kinds = [getattr(arm, "kind", None) if not isinstance(arm, dict) else arm.get("kind")
-                     for arm in (data.get("baseline"), data.get("speculative"))]
+                     for arm in (data.get("baseline"), data.get("speculative"), *(data.get("more_speculative") or ()))]
             data = {**data, "rounds": LAUNCHED_ROUNDS if "command" in kinds else 1}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _two_arm_shape(self, handler):
+        """A two-arm plan is stored as it always was: without the keys of several arms."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.more_speculative:
+            data.pop("more_speculative", None)
+            data.pop("arm_labels", None)
         return data
 
     @field_validator("goodput")
@@ -157,6 +188,15 @@ class ComparePlan(BaseModel):
     def _consistent(self) -> "ComparePlan":
         if self.baseline.name != "baseline" or self.speculative.name != "speculative":
             raise ValueError("arms must be named baseline and speculative")
+        if any(arm.name != "speculative" for arm in self.more_speculative):
+            raise ValueError("every arm after the baseline must be named speculative")
+        if self.more_speculative:
+            if len(self.arm_labels) != 1 + len(self.more_speculative):
+                raise ValueError("several speculative arms need one label each")
+            if len(set(self.arm_labels)) != len(self.arm_labels) or not all(self.arm_labels):
+                raise ValueError(f"arm labels must be unique and non-empty, got {', '.join(self.arm_labels)}")
+            if self.trace is not None:
+                raise ValueError("--trace replays the trace on two arms: give one speculative arm")
         if not self.domains and not self.suite and not self.concurrency:
             raise ValueError("nothing to run: give --domains, --suite or --concurrency")
         if self.samples_per_prompt is not None and self.distribution_temperature == 0:
@@ -170,9 +210,24 @@ class ComparePlan(BaseModel):
     def schedule(self) -> Literal["abba_by_point", "sequential_rounds"]:
         """ABBA by point when both arms can be up at once; arms one after the other when one is a
         launch command (it may need the whole machine or GPU)."""
-        if "command" in (self.baseline.kind, self.speculative.kind):
+        if "command" in (arm.kind for arm in self.arm_configs.values()):
             return "sequential_rounds"
         return "abba_by_point"
+
+    @property
+    def arm_keys(self) -> tuple[str, ...]:
+        """Every arm's key, baseline first: ``baseline``, ``speculative``, ``speculative-2``, ..."""
+        return ("baseline", "speculative", *(f"{MORE_ARM_PREFIX}{i + 2}" for i in range(len(self.more_speculative))))
+
+    @property
+    def arm_configs(self) -> dict[str, ArmConfig]:
+        """Every arm by its key."""
+        return dict(zip(self.arm_keys, (self.baseline, self.speculative, *self.more_speculative)))
+
+    @property
+    def speculative_labels(self) -> dict[str, str]:
+        """Each speculative arm's label by its key (two arms: ``label``)."""
+        return dict(zip(self.arm_keys[1:], self.arm_labels or (self.label,)))
 
     @property
     def single_temperatures(self) -> tuple[float, ...]:
@@ -229,7 +284,7 @@ class ComparePlan(BaseModel):
         and, for a stage with ``seeds_per_arm``, the request seeds (each arm and round its own)."""
         sampling_seed = None
         if stage.seeds_per_arm:   # distinct from every other arm's and round's: independent samples
-            sampling_seed = (self.seed * 64 + round_number) * 2 + (arm == "speculative") + 1
+            sampling_seed = (self.seed * 64 + round_number) * len(self.arm_keys) + self.arm_keys.index(arm) + 1
         trace = self.trace if stage.name == TRACE_STAGE else None
         rates = (float(stage.name[len(RATE_PREFIX):]),) if stage.name.startswith(RATE_PREFIX) else ()
         return BenchConfig(url=url, api=self.api, suite=stage.suite,

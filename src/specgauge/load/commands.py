@@ -236,12 +236,18 @@ def runs_command(db: str) -> None:
 def show_command(run_id: str, db: str) -> None:
     """Show a run's summary table (ID like 7: one row per point), a comparison's verdict (ID like c3) or a
     tune's heat map and verification (ID like t2)."""
-    from specgauge.report.commands import load_report, parse_report_id
+    from specgauge.report.commands import load_report, parse_report_id, several_arms_of
     from specgauge.report.verdict_table import verdict_renderable
     from specgauge.store import Store
 
     ref = parse_report_id(run_id)
     with Store.open(db, create=False, read_only=True) as store:
+        several = several_arms_of(store, ref)
+        if several is not None:   # a comparison of several speculative arms: a section per arm, then the choice
+            from specgauge.report.arms_report import print_arms
+
+            print_arms(several, console())
+            return
         if ref.kind == "run":
             _print_run(store, ref.id, to_stderr=False)
             return

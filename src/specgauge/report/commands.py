@@ -41,6 +41,30 @@ def parse_report_id(text: str) -> ReportRef:
     return ReportRef("run", int(match["rid"]))
 
 
+def several_arms_of(store, ref: ReportRef):
+    """The :class:`MultiArmResult` of ``ref`` when it is a finished comparison of several speculative arms."""
+    from specgauge.analysis.arm_results import MultiArmResult, is_multi_arm
+
+    if ref.kind != "comparison":
+        return None
+    row = store.get_comparison(ref.id)
+    return MultiArmResult.model_validate(row.result) if row.result is not None and is_multi_arm(row.result) else None
+
+
+def _report_arms(result, output_dir: str, output_json: str | None) -> None:
+    """Print a comparison of several arms and write its reports (one per arm) and verdict.json."""
+    from pathlib import Path
+
+    from specgauge.report.arms_report import print_arms, write_arm_reports
+
+    out = console(stderr=output_json == "-")
+    print_arms(result, out)
+    written = write_arm_reports(result, Path(output_dir))
+    if output_json:
+        written += _write_json(result.model_dump(mode="json"), output_json)
+    click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+
+
 def load_report(store, ref: ReportRef):
     """The :class:`ReportData` of ``ref`` and, for a run, its bench JSON document."""
     from pydantic import ValidationError
@@ -90,7 +114,13 @@ def report_command(report_id: str, html_path: str | None, output_dir: str | None
         _report_tune(ref, html_path, output_dir, output_json, db)
         return
     with Store.open(db, create=False, read_only=True) as store:
-        data, document = load_report(store, ref)
+        several = several_arms_of(store, ref)
+        if several is None:
+            data, document = load_report(store, ref)
+    if several is not None:   # a comparison of several speculative arms: a section and a report per arm
+        _report_arms(several, output_dir or f"report-{ref}", output_json)
+        return
+    with Store.open(db, create=False, read_only=True) as store:
         run_view = (store.get_run(ref.id), store.get_points(ref.id)) if ref.kind == "run" else None
         part_of = store.comparison_of_run(ref.id) if ref.kind == "run" else None
         part_of_tune = store.tune_of_run(ref.id) if ref.kind == "run" else None

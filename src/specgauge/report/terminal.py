@@ -248,7 +248,14 @@ def comparisons_table(comparisons: list) -> Table:
                 for name in ("baseline", "speculative")]
         result = row.result or {}
         recommendation = result.get("recommendation") or {}
-        if not result:
+        if plan.get("arm_labels"):   # several speculative arms: their labels, and the method chosen per point
+            arms[1] = f"{len(plan['arm_labels'])} arms: {', '.join(plan['arm_labels'])}"
+            recommendation = {"disable_above": None, "confident": True}
+        if plan.get("arm_labels") and result:
+            advice = "choice: " + "; ".join(
+                f"{c.get('domain') or 'c=' + str(c.get('concurrency'))} {c.get('chosen') or 'none pays'}"
+                for c in result.get("choice") or ())
+        elif not result:
             advice = row.error or "-"
         elif recommendation.get("disable_above") is None:
             advice = "no threshold" + ("" if recommendation.get("confident", True) else " (uncertain)")
