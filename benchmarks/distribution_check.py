@@ -69,9 +69,9 @@ def main() -> None:
     parser.add_argument("--arms", choices=["both", "correct", "faulted"], default="both",
                         help="which speculative engines to compare against plain (one alone: more repeats of it)")
     args = parser.parse_args()
-    spec = ["--speculative-algorithm", args.algorithm]
+    spec = ["--model", "specgauge-8m", "--speculative-algorithm", args.algorithm]   # the figures were on the 8m target
     work = Path(tempfile.mkdtemp(prefix="distribution-check-"))
-    with EngineProcess([]) as plain, EngineProcess(spec) as correct, \
+    with EngineProcess(["--model", "specgauge-8m"]) as plain, EngineProcess(spec) as correct, \
             EngineProcess(spec + ["--testing-fault", f"accept-bias={args.accept_bias:g}"]) as faulted:
         named = (("correct", correct.url), (f"accept-bias={args.accept_bias:g}", faulted.url))
         arms = {name: url for name, url in named

@@ -124,7 +124,7 @@ def serve_main(args: list[str], *, prog: str, doc: str, setup_for, prepare, over
     import os
     import sys
 
-    from specgauge.shipped_models import DEFAULT_MODEL, get_shipped
+    from specgauge.shipped_models import FIRST_MODEL, get_shipped
 
     parser = argparse.ArgumentParser(prog=prog, description=doc)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: here)")
@@ -132,7 +132,7 @@ def serve_main(args: list[str], *, prog: str, doc: str, setup_for, prepare, over
     serve_parser = sub.add_parser("serve", help="start one server")
     serve_parser.add_argument("method", choices=METHODS)
     serve_parser.add_argument("--port", type=int, required=True)
-    serve_parser.add_argument("--model", default=DEFAULT_MODEL, help=f"a shipped model (default {DEFAULT_MODEL})")
+    serve_parser.add_argument("--model", default=FIRST_MODEL, help=f"a shipped model (default {FIRST_MODEL})")
     serve_parser.add_argument("--depth", type=int, help="draft tokens per step")
     if override_flag:
         serve_parser.add_argument(override_flag, dest="override", help="replaces METHOD's speculation setting")
@@ -159,7 +159,7 @@ def prepare(root: Path, *, setup_for, lay_out, prog: str, ready: str, start_time
     serve it (``ready``: what the venv holds; ``start_time``: how long a server takes to start)."""
     import sys
 
-    from specgauge.shipped_models import DEFAULT, SHIPPED, shipped_names
+    from specgauge.shipped_models import FIRST, SHIPPED, shipped_names
 
     for name in shipped_names():
         model = SHIPPED[name]
@@ -168,14 +168,14 @@ def prepare(root: Path, *, setup_for, lay_out, prog: str, ready: str, start_time
         laid = setup_for(root, model)
         lay_out(model, laid)
         print(f"laid out {name}: target {laid.target}, drafter {laid.draft} ({laid.context_flag()})")
-    setup = setup_for(root, DEFAULT)
+    setup = setup_for(root, FIRST)
     tool = prog.split()[-1]
     try:
         setup.check()
     except SetupError as exc:
         print(f"{tool.split('.')[-1]}: {exc}", file=sys.stderr)
         return 1
-    print(f"{ready}: {setup.venv}; serving {DEFAULT.name} by default")
+    print(f"{ready}: {setup.venv}; serving {FIRST.name} by default")
     print(f"Serve (replace {{port}}; each takes {start_time} to start on 2 cores):")
     for method in METHODS:
         print(f"\n# {method}\n{setup.command_line(method)}")

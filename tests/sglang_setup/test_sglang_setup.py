@@ -8,7 +8,7 @@ import json
 from specgauge.compare.launch_profiles import LaunchProfile, build_arm_commands
 from specgauge.sglang_setup.__main__ import main
 from specgauge.sglang_setup.serve import default_setup
-from specgauge.shipped_models import DEFAULT, SHIPPED
+from specgauge.shipped_models import FIRST, SHIPPED
 
 
 def test_each_shipped_model_is_served_at_its_own_context_with_compares_flags(tmp_path):
@@ -45,6 +45,6 @@ def test_prepare_lays_out_every_pair_with_sglangs_layer_ids(tmp_path, capsys):
         assert ids[1] == [i - 1 for i in ids[0]], model.name
         assert json.loads((setup.target / "config.json").read_text())["head_dim"] == 64
     printed = capsys.readouterr()
-    assert f"laid out {DEFAULT.name}" in printed.out
+    assert f"laid out {FIRST.name}" in printed.out
     assert printed.err.startswith("sglang_setup: ") and ".venv-sglang" in printed.err and printed.err.count("\n") == 1
 

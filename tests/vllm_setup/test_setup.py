@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specgauge.shipped_models import DEFAULT, SHIPPED
+from specgauge.shipped_models import FIRST, SHIPPED
 from specgauge.vllm_setup.__main__ import main
 from specgauge.vllm_setup.serve import default_setup
 
@@ -32,7 +32,7 @@ def test_prepare_lays_out_every_shipped_drafter_pair(tmp_path, capsys):
             assert config["head_dim"] == 64 and config["torch_dtype"] == "float32", (model.name, directory)
         assert (setup.target / "tokenizer.json").is_file()
     printed = capsys.readouterr()
-    assert f"laid out {DEFAULT.name}" in printed.out
+    assert f"laid out {FIRST.name}" in printed.out
     assert printed.err.startswith("vllm_setup: ") and ".venv-vllm" in printed.err and printed.err.count("\n") == 1
 
 

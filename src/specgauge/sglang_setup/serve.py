@@ -35,7 +35,7 @@ from pathlib import Path
 
 from specgauge.compare.launch_profiles import LaunchProfile, sglang_flags
 from specgauge.server_setup import METHODS, SERVED_NAME, Method, ServerSetup, SetupError
-from specgauge.shipped_models import DEFAULT, ShippedModel
+from specgauge.shipped_models import FIRST, ShippedModel
 
 __all__ = ["METHODS", "Method", "SetupError", "SglangSetup", "default_setup"]
 
@@ -110,7 +110,7 @@ def nccl_port(port: int, low: int = 20000, span: int = 10000) -> int:
     raise SetupError(f"no free port in {low}-{low + span - 1} for SGLang's --nccl-port")
 
 
-def default_setup(root: Path, model: ShippedModel = DEFAULT) -> SglangSetup:
+def default_setup(root: Path, model: ShippedModel = FIRST) -> SglangSetup:
     """The layout ``make sglang`` writes under the repository root ``root`` for the shipped ``model``
     (``.cache/sglang-models/<name>/target`` and ``…/draft``), served at the model's context."""
     return SglangSetup(**SglangSetup.paths(root, model), context_length=model.context)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specgauge.server_setup import METHODS, SERVED_NAME, Method, ServerSetup, SetupError
-from specgauge.shipped_models import DEFAULT, ShippedModel
+from specgauge.shipped_models import FIRST, ShippedModel
 
 __all__ = ["METHODS", "Method", "SetupError", "VllmSetup", "default_setup"]
 
@@ -77,7 +77,7 @@ class VllmSetup(ServerSetup):
         return super().argv(method, port, depth=depth, override=config, extra=extra)
 
 
-def default_setup(root: Path, model: ShippedModel = DEFAULT) -> VllmSetup:
+def default_setup(root: Path, model: ShippedModel = FIRST) -> VllmSetup:
     """The layout ``make vllm`` writes under the repository root ``root`` for the shipped ``model``
     (``.cache/vllm-models/<name>/target`` and ``…/draft``), served at the model's context."""
     return VllmSetup(**VllmSetup.paths(root, model), max_model_len=model.context)

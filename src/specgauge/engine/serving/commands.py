@@ -10,7 +10,8 @@ import click
 
 from specgauge.engine.serving.launch import READY_PREFIX
 from specgauge.errors import UserError, require_extra
-from specgauge.shipped_models import DEFAULT, DIRECTORY_DRAFT_DIR, ShippedModel, resolve_model, shipped_names
+from specgauge.shipped_models import (DEFAULT, DIRECTORY_DRAFT_DIR, FIRST, ShippedModel, default_model, resolve_model,
+                                      shipped_names)
 
 # serve's EAGLE-3 chain defaults: the best pair for the shipped drafter on the reference CPU (docs/speculative.md)
 SERVE_NUM_STEPS = 5
@@ -57,10 +58,11 @@ def _testing_fault(ctx, param, value):
 
 def _model(ctx, param, value: str | None) -> tuple[Path, ShippedModel | None]:
     """``--model``: an existing directory wins, else a shipped name (vLLM's --model: a local path or a
-    repo id); neither → one line listing the shipped names. None → the default shipped model."""
-    if value is None:
-        return DEFAULT.target_dir, DEFAULT
+    repo id); neither → one line listing the shipped names. None → the default shipped model (a
+    one-line error saying how to set it up when it is not)."""
     try:
+        if value is None:
+            return default_model().target_dir, DEFAULT
         return resolve_model(value)
     except KeyError as exc:
         raise click.BadParameter(exc.args[0], ctx=ctx, param=param) from None
@@ -140,7 +142,7 @@ def serving_threads() -> int:
 @click.option("--speculative-algorithm", type=click.Choice(["NONE", "EAGLE3", "NGRAM"], case_sensitive=False),
               default="NONE", show_default=True,
               help="Speculative decoding (SGLang's flag): EAGLE3 (the shipped drafter of --model NAME, or of "
-                   f"{DEFAULT.name} for a directory, unless --speculative-draft-model-path), NGRAM (prompt "
+                   f"{FIRST.name} for a directory, unless --speculative-draft-model-path), NGRAM (prompt "
                    "lookup), NONE (plain decoding).")
 @click.option("--speculative-draft-model-path", type=click.Path(path_type=Path), default=None,
               show_default="the shipped drafter", help="EAGLE-3 head directory (published layout).")
