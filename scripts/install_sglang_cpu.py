@@ -8,10 +8,11 @@ no sdist), so both halves are built from upstream commit 2f14d6c: from the tarba
 ``--sources`` (``sgl-kernel-2f14d6c.tar.xz``, ``sglang-python-2f14d6c.tar.xz``), or from the
 checkout ``SGLANG_SRC`` names (its ``sgl-kernel/`` and ``python/``; copied, never modified).
 
-1. The sources go to ``--build-dir`` (fresh) and get ``scripts/sglang-cpu.patch`` (three one-line
-   faults of the CPU path: ``python/sglang/srt/layers/attention/intel_amx_backend.py``,
-   ``python/sglang/srt/speculative/eagle_utils.py`` and
-   ``python/sglang/jit_kernel/csrc/ngram_corpus/result.h``; the patch says why).
+1. The sources go to ``--build-dir`` (fresh) and get ``scripts/sglang-cpu.patch`` (four one-line
+   changes to the CPU path: ``python/sglang/srt/layers/attention/intel_amx_backend.py``,
+   ``python/sglang/srt/speculative/eagle_utils.py``,
+   ``python/sglang/jit_kernel/csrc/ngram_corpus/result.h`` and the start-up fallback in
+   ``python/sglang/srt/arg_groups/overrides.py`` that asked for AMX; the patch says why).
 2. ``scripts/sglang-cpu-requirements.txt``: every runtime and build requirement, pinned, with
    ``torch==2.13.0`` (the CPU build, as the rest of the project; upstream's pyproject_cpu.toml
    asks for 2.12.0) and without torchvision, torchaudio and timm (media only; PyPI's builds are

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from real_server_kit import launched, metrics, specgauge, total
-from sglang_testkit import needs_amx, serve_argv, sglang_setup, warmed_up
+from sglang_testkit import needs_avx512_bf16, serve_argv, sglang_setup, warmed_up
 
 from specgauge.store import Store
 
-pytestmark = [pytest.mark.sglang, needs_amx]
+pytestmark = [pytest.mark.sglang, needs_avx512_bf16]
 
 BENCH = ("--suite", "smoke", "--max-tokens", "48", "--num-requests", "6", "--concurrency", "2", "--warmup", "0")
 

@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from real_server_kit import launched, specgauge
-from sglang_testkit import generate, needs_amx, python_on_path, serve_argv, sglang_setup
+from sglang_testkit import generate, needs_avx512_bf16, python_on_path, serve_argv, sglang_setup
 
 from specgauge.sglang_setup.serve import nccl_port
 
-pytestmark = [pytest.mark.sglang, needs_amx]
+pytestmark = [pytest.mark.sglang, needs_avx512_bf16]
 
 COMPARE = ("--api", "sglang", "--domains", "coding", "--num-requests", "3", "--concurrency", "1,2",
            "--sweep-requests", "4", "--max-tokens", "32", "--warmup", "1", "--resamples", "200",

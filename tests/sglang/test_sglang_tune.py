@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from real_server_kit import REPO, launched, specgauge
-from sglang_testkit import generate, needs_amx, serve_argv, sglang_setup
+from sglang_testkit import generate, needs_avx512_bf16, serve_argv, sglang_setup
 from test_sglang_compare import advised_flags
 
-pytestmark = [pytest.mark.sglang, needs_amx]
+pytestmark = [pytest.mark.sglang, needs_avx512_bf16]
 
 SERVE = f"{shlex.quote(sys.executable)} -m specgauge.sglang_setup serve"
 TUNE = ("--api", "sglang", "--suite", "coding", "--depths", "0,3", "--concurrency", "1,4",

@@ -6,8 +6,11 @@ What this CPU needs, found by running it (docs/real-engines.md):
 * ``SGLANG_USE_CPU_ENGINE=1`` (``python/sglang/srt/platforms/__init__.py``) and ``--device cpu``;
 * ``LD_PRELOAD`` of tcmalloc and the venv's Intel OpenMP runtime (``specgauge.server_setup``;
   SGLang's docs/platforms/cpu_server.md);
-* ``--dtype bfloat16``: ``auto`` picked float16 for the float32 copies and produced garbage; the
-  CPU path's ``intel_amx`` attention wants AMX (4th-generation Xeon or later);
+* ``--dtype bfloat16``: ``auto`` picked float16 for the float32 copies and produced garbage;
+* ``--attention-backend intel_amx``: what SGLang picks on an x86 CPU anyway (``_handle_cpu_backends``
+  in ``python/sglang/srt/server_args.py``), said outright: its kernels need AVX-512 with
+  AVX512-BF16, and on a CPU without AMX SGLang's start-up would switch it to ``torch_native``
+  (no EAGLE there) unless ``scripts/sglang-cpu.patch`` lifts that fallback, which it does;
 * ``--max-total-tokens`` (KV cache tokens): without it SGLang sized its KV cache to 17.8 GB of RAM;
 * ``--context-length``: the shipped model's context (512 or 4,096);
 * ``--disable-overlap-schedule``: the CPU path runs without the overlap scheduler;
@@ -40,6 +43,7 @@ from specgauge.shipped_models import FIRST, ShippedModel
 __all__ = ["METHODS", "Method", "SetupError", "SglangSetup", "default_setup"]
 
 DTYPE = "bfloat16"
+ATTENTION_BACKEND = "intel_amx"   # the module doc says why it is given
 MAX_TOTAL_TOKENS = 16384
 EAGLE3_DEPTH = 3
 NGRAM_DEPTH = 3
@@ -70,7 +74,8 @@ class SglangSetup(ServerSetup):
     def cpu_args(self) -> list[str]:
         """What this CPU and these models need beside the model and port (the module doc): also
         ``compare --engine sglang --server-args``."""
-        return ["--device", "cpu", "--dtype", DTYPE, "--context-length", str(self.context_length),
+        return ["--device", "cpu", "--dtype", DTYPE, "--attention-backend", ATTENTION_BACKEND,
+                "--context-length", str(self.context_length),
                 "--max-total-tokens", str(MAX_TOTAL_TOKENS), "--disable-overlap-schedule",
                 *CPU_GRAPH_FLAGS, "--enable-metrics"]
 
