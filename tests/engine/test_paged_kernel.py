@@ -191,6 +191,49 @@ def test_a_failed_build_falls_back_to_the_gather_path(monkeypatch, tmp_path):
     assert out.shape == (2, n_q * HEAD) and group.inplace_mask is None  # the kernel's mask was never built
 
 
+def _fresh_build_dir(monkeypatch, tmp_path, kernel):
+    """A build folder holding a copy of the built kernel, used by the next load()."""
+    import shutil
+
+    build = tmp_path / "kernel"
+    build.mkdir()
+    shutil.copyfile(kernel.__file__, build / f"{paged_kernel.MODULE}.so")
+    monkeypatch.setattr(paged_kernel, "_build_dir", lambda: build)
+    monkeypatch.setattr(paged_kernel, "_state", {"path": None, "module": None, "error": None, "loaded": False})
+    monkeypatch.delenv(paged_kernel.ENV, raising=False)
+    return build
+
+
+def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_start(kernel, monkeypatch, tmp_path):
+    """torch's own loader waits for ever on a build lock a killed build left; ours removes a stale one."""
+    import os
+    import time
+
+    build = _fresh_build_dir(monkeypatch, tmp_path, kernel)
+    lock = build / "lock"
+    lock.touch()
+    stale = time.time() - paged_kernel.STALE_LOCK_S - 60
+    os.utime(lock, (stale, stale))
+    module = paged_kernel.load()
+    assert module is not None and not lock.exists() and paged_kernel.kernel() is module
+
+
+def test_a_build_in_another_process_is_waited_for(kernel, monkeypatch, tmp_path):
+    import threading
+
+    build = _fresh_build_dir(monkeypatch, tmp_path, kernel)
+    lock = build / "lock"
+    lock.touch()   # another process's build, under way
+    done = threading.Event()
+    threading.Thread(target=lambda: (done.wait(30), lock.unlink()), daemon=True).start()
+    waiter = threading.Thread(target=paged_kernel.load)
+    waiter.start()
+    assert not paged_kernel._state["module"]   # still waiting: the lock is there
+    done.set()
+    waiter.join(60)
+    assert not waiter.is_alive() and paged_kernel._state["module"] is not None and not lock.exists()
+
+
 def test_the_environment_selects_the_gather_path(monkeypatch):
     monkeypatch.setattr(paged_kernel, "_state", {"path": None, "module": None, "error": None, "loaded": False})
     monkeypatch.setenv(paged_kernel.ENV, "gather")

@@ -50,6 +50,51 @@ def _build_dir() -> Path:
     return cache_dir() / "engine-kernels" / f"paged_attention-{digest}"
 
 
+MODULE = "specgauge_paged_attention"
+# torch's build lock (``build_dir/lock``, ``FileBaton`` in torch/utils/cpp_extension.py) is a file a
+# build creates and removes; a build killed half-way leaves it, and every later ``load`` of
+# torch's would wait on it for ever. A lock older than this is such a leftover; a younger one is
+# another process's build, waited for until the module appears, for at most BUILD_WAIT_S.
+STALE_LOCK_S = 900
+BUILD_WAIT_S = 600
+
+
+def _import_built(build: Path) -> object | None:
+    """The module already built in ``build`` (imported directly: no lock, no ninja), or None."""
+    import importlib.util
+
+    library = build / f"{MODULE}.so"
+    if not library.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(MODULE, library)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _wait_for_other_build(build: Path) -> object | None:
+    """While another process's build holds the lock: its module once it appears. A stale lock
+    (older than STALE_LOCK_S) is removed; a build that outlasts BUILD_WAIT_S is an error."""
+    import time
+
+    lock = build / "lock"
+    deadline = time.monotonic() + BUILD_WAIT_S
+    while True:
+        try:
+            age_s = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return _import_built(build)
+        if age_s > STALE_LOCK_S:
+            lock.unlink(missing_ok=True)   # left by a killed build: its library, if whole, else a build
+            try:
+                return _import_built(build)
+            except ImportError:
+                return None
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"another process held the kernel build lock {lock} for over {BUILD_WAIT_S} s")
+        time.sleep(0.5)
+
+
 def load() -> object | None:
     """The compiled kernel module (built on first use, then cached), or None where it cannot be
     built or loaded (the reason is kept for :func:`attention_path`)."""
@@ -61,9 +106,13 @@ def load() -> object | None:
 
         build = _build_dir()
         build.mkdir(parents=True, exist_ok=True)
-        _state["module"] = load_extension(
-            name="specgauge_paged_attention", sources=[str(SOURCE)], build_directory=str(build),
-            extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"], verbose=False)
+        # a library beside a lock may be half-written by the build holding it: wait for that first
+        module = _wait_for_other_build(build) if (build / "lock").exists() else _import_built(build)
+        if module is None:
+            module = load_extension(
+                name=MODULE, sources=[str(SOURCE)], build_directory=str(build),
+                extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"], verbose=False)
+        _state["module"] = module
     except Exception as error:  # noqa: BLE001 - any build or load failure means: use the gather path
         _state["error"] = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
     return _state["module"]
