@@ -1,4 +1,4 @@
-"""``compare --samples-per-prompt`` on the embedded engine, arms launched by command: the default
+"""``compare --samples-per-prompt`` on the embedded engine (the 8m model), arms launched by command: the default
 sample count flags a wrong sampler (``serve --testing-fault accept-bias=1.5``) and passes a correct
 one. The request seeds derive from ``--seed``, so the samples (and the verdicts) repeat; how often a
 check errs over many seeds is ``benchmarks/distribution_check.py``'s to measure."""
@@ -12,7 +12,7 @@ import pytest
 from cli_testkit import one_line_error, run_cli
 from specgauge.compare.compare_command import DEFAULT_SAMPLES_PER_PROMPT
 
-SERVE = f"{shlex.quote(sys.executable)} -m specgauge serve --port {{port}}"
+SERVE = f"{shlex.quote(sys.executable)} -m specgauge serve --model specgauge-8m --port {{port}}"
 EAGLE3 = f"{SERVE} --speculative-algorithm EAGLE3"
 
 
