@@ -42,24 +42,25 @@ def _head(result: MultiArmResult, first: str) -> str:
     return f"<tr><th>{escape(first)}</th><th>baseline tok/s</th>{cells}</tr>"
 
 
+def _table(result: MultiArmResult, first: str, rows_of, key, ratio_of) -> str:
+    """One table: a row per ``key`` value over every arm's ``rows_of(arm.result)``, a ratio column per
+    arm (``ratio_of(row)``: low, ratio, high), the baseline's tok/s from the first arm that has the row."""
+    keys = sorted({key(row) for arm in result.arms for row in rows_of(arm.result)})
+    rows = []
+    for value in keys:
+        found = [next((r for r in rows_of(arm.result) if key(r) == value), None) for arm in result.arms]
+        base = next((r.baseline_tok_s for r in found if r is not None), None)
+        rows.append(f"<tr><td>{escape(str(value))}</td><td>{number(base)}</td>" + "".join(
+            _ratio(*ratio_of(r)) if r else "<td>–</td>" for r in found) + "</tr>")
+    return f"<table>{_head(result, first)}{''.join(rows)}</table>"
+
+
 def speedup_tables(result: MultiArmResult) -> str:
     """Single stream per domain and the sweep per concurrency: one speedup column per arm."""
-    domains = sorted({row.domain for arm in result.arms for row in arm.result.single_stream})
-    rows = []
-    for domain in domains:
-        found = [next((r for r in arm.result.single_stream if r.domain == domain), None) for arm in result.arms]
-        base = next((r.baseline_tok_s for r in found if r is not None), None)
-        rows.append(f"<tr><td>{escape(domain)}</td><td>{number(base)}</td>" + "".join(
-            _ratio(r.ci_low, r.speedup, r.ci_high) if r else "<td>–</td>" for r in found) + "</tr>")
-    single = f"<table>{_head(result, 'domain')}{''.join(rows)}</table>"
-    levels = sorted({p.concurrency for arm in result.arms for p in arm.result.sweep})
-    rows = []
-    for level in levels:
-        found = [next((p for p in arm.result.sweep if p.concurrency == level), None) for arm in result.arms]
-        base = next((p.baseline_tok_s for p in found if p is not None), None)
-        rows.append(f"<tr><td>{level}</td><td>{number(base)}</td>" + "".join(
-            _ratio(p.ci_low, p.ratio, p.ci_high) if p else "<td>–</td>" for p in found) + "</tr>")
-    sweep = f"<table>{_head(result, 'concurrency')}{''.join(rows)}</table>"
+    single = _table(result, "domain", lambda r: r.single_stream, lambda row: row.domain,
+                    lambda row: (row.ci_low, row.speedup, row.ci_high))
+    sweep = _table(result, "concurrency", lambda r: r.sweep, lambda row: row.concurrency,
+                   lambda row: (row.ci_low, row.ratio, row.ci_high))
     return (f"<h2>Single stream: speedup per domain [95% CI]</h2>{single}"
             f"<h2>Concurrency sweep: throughput ratio [95% CI]</h2>{sweep}")
 
